@@ -1,0 +1,154 @@
+"""Closed-loop concurrency: N slots, each sends its next request the instant the previous one ends."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+
+from raybench.loadgen.client import build_payload, send_streaming
+from raybench.loadgen.endpoint import Endpoint
+
+__all__ = ["ClosedLoopResult", "PromptLike", "PromptSource", "Shard", "run_closed_loop"]
+
+_clock = time.perf_counter_ns
+
+
+class PromptLike(Protocol):
+    """What the runner needs of a prompt."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def fingerprint(self) -> str: ...
+
+
+class PromptSource(Protocol):
+    """Anything that returns prompt number `index`, deterministically."""
+
+    def prompt(self, index: int) -> PromptLike: ...
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One generator's part of a load level: its slots, its stop rule, and its prompt numbering."""
+
+    concurrency: int
+    duration_s: float | None
+    max_requests: int | None
+    prompt_base: int
+    prompt_stride: int
+    prompt_offset: int
+    timeout_s: float
+    request_id_prefix: str
+
+
+@dataclass(frozen=True)
+class ClosedLoopResult:
+    """What the runner saw: requests issued, and the generator's own load window (perf clock ns)."""
+
+    issued: int
+    reached_target_ns: int | None
+    stopped_issuing_ns: int | None
+
+
+Sink = Callable[[dict[str, Any]], None]
+
+
+async def run_closed_loop(
+    session: aiohttp.ClientSession,
+    endpoint: Endpoint,
+    source: PromptSource,
+    shard: Shard,
+    start_ns: int,
+    sink: Sink,
+) -> ClosedLoopResult:
+    """Run `shard` from `start_ns` (perf clock) until its stop rule; every request goes to `sink`."""
+    if shard.concurrency == 0:
+        return ClosedLoopResult(0, None, None)
+    state = _LoopState(shard, start_ns)
+    await asyncio.sleep(max(start_ns - _clock(), 0) / 1e9)
+    workers = [
+        asyncio.create_task(_worker(session, endpoint, source, shard, state, sink)) for _ in range(shard.concurrency)
+    ]
+    await asyncio.gather(*workers)
+    reached = max(state.first_sent_ns) if len(state.first_sent_ns) == shard.concurrency else None
+    return ClosedLoopResult(state.issued, reached, state.stopped_ns)
+
+
+class _LoopState:
+    def __init__(self, shard: Shard, start_ns: int) -> None:
+        self.issued = 0
+        self.first_sent_ns: list[int] = []
+        self.stopped_ns: int | None = None
+        self.deadline_ns = start_ns + int(shard.duration_s * 1e9) if shard.duration_s is not None else None
+        self.budget = shard.max_requests
+
+    def take(self, now: int) -> int | None:
+        """Claim the next request number, or None (and note the instant) when issuing must stop."""
+        if (self.deadline_ns is not None and now >= self.deadline_ns) or (
+            self.budget is not None and self.issued >= self.budget
+        ):
+            if self.stopped_ns is None:
+                self.stopped_ns = min(now, self.deadline_ns) if self.deadline_ns is not None else now
+            return None
+        number = self.issued
+        self.issued += 1
+        return number
+
+
+async def _worker(
+    session: aiohttp.ClientSession,
+    endpoint: Endpoint,
+    source: PromptSource,
+    shard: Shard,
+    state: _LoopState,
+    sink: Sink,
+) -> None:
+    first = True
+    scheduled = _clock()
+    while True:
+        number = state.take(scheduled)
+        if number is None:
+            return
+        index = shard.prompt_base + number * shard.prompt_stride + shard.prompt_offset
+        prompt = source.prompt(index)
+        body = build_payload(endpoint, prompt.text, prompt.output_tokens)
+        out = await send_streaming(session, endpoint, endpoint.url(index), body, shard.timeout_s)
+        if first:
+            state.first_sent_ns.append(out.sent_ns)
+            first = False
+        record = {
+            "request_id": f"{shard.request_id_prefix}{index}",
+            "scheduled_ns": scheduled,
+            "prompt_fingerprint": prompt.fingerprint,
+            **{k: v for k, v in out.__dict__.items() if k in _OUTCOME_FIELDS},
+        }
+        sink(record)
+        scheduled = _clock()
+
+
+_OUTCOME_FIELDS = frozenset(
+    {
+        "sent_ns",
+        "first_chunk_ns",
+        "first_token_ns",
+        "last_token_ns",
+        "done_ns",
+        "chunk_ns",
+        "chunk_tokens",
+        "input_tokens",
+        "output_tokens",
+        "token_count_source",
+        "status",
+        "http_status",
+        "error_type",
+        "error_message",
+    }
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["in_ray_job", "read_secret"]
+__all__ = ["aws_region", "in_ray_job", "read_secret", "s3_endpoint_url"]
 
 
 def in_ray_job() -> bool:
@@ -15,3 +15,12 @@ def in_ray_job() -> bool:
 def read_secret(name: str) -> str | None:
     """The value of environment variable `name` (an API key), or None when unset or empty."""
     return os.environ.get(name) or None
+
+
+def s3_endpoint_url() -> str | None:
+    """The S3-compatible endpoint named by the standard AWS variables (AWS_ENDPOINT_URL_S3 first)."""
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def aws_region() -> str | None:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None

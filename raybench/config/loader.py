@@ -12,9 +12,10 @@ from pydantic import BaseModel, ValidationError
 
 from raybench.config.engine import ENGINE_KINDS, ENGINE_SPECS
 from raybench.config.job import JobSpec
+from raybench.config.workload import WORKLOAD_KINDS, WORKLOAD_SPECS
 from raybench.errors import ConfigError, Problem
 
-__all__ = ["apply_overrides", "load_job", "parse_job", "spec_sha256"]
+__all__ = ["apply_overrides", "apply_settings", "load_job", "parse_job", "spec_sha256"]
 
 
 def load_job(path: str | Path, overrides: list[str] | None = None) -> JobSpec:
@@ -54,7 +55,7 @@ def spec_sha256(spec: JobSpec) -> str:
 
 def apply_overrides(raw: dict[str, Any], overrides: list[str], source: str) -> dict[str, Any]:
     """Return a copy of `raw` with each `a.b.0.c=value` applied (value parsed as YAML)."""
-    data: dict[str, Any] = yaml.safe_load(yaml.safe_dump(raw))
+    settings: dict[str, Any] = {}
     problems: list[Problem] = []
     for item in overrides:
         key, sep, text = item.partition("=")
@@ -62,12 +63,26 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str], source: str) -> d
             problems.append(Problem("--set", f"{item!r} is not path=value; write e.g. load.duration_s=30"))
             continue
         try:
-            value = yaml.safe_load(text)
+            settings[key] = yaml.safe_load(text)
         except yaml.YAMLError:
-            value = text
-        error = _set_path(data, key.split("."), value)
-        if error:
-            problems.append(Problem(key, f"--set {error}"))
+            settings[key] = text
+    try:
+        data = apply_settings(raw, settings, source)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(source, problems)
+    return data
+
+
+def apply_settings(raw: dict[str, Any], settings: dict[str, Any], source: str, origin: str = "--set") -> dict[str, Any]:
+    """Return a copy of `raw` with each dotted `path: value` of `settings` applied."""
+    data: dict[str, Any] = yaml.safe_load(yaml.safe_dump(raw))
+    problems = [
+        Problem(key, f"{origin} {error}")
+        for key, value in settings.items()
+        if (error := _set_path(data, key.split("."), value))
+    ]
     if problems:
         raise ConfigError(source, problems)
     return data
@@ -114,13 +129,16 @@ def _problem(err: Any, data: dict[str, Any]) -> Problem:
     if kind == "extra_forbidden":
         allowed = _allowed_keys(loc[:-1], data)
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        hint += f" Allowed keys here: {', '.join(allowed)}" if allowed else ""
-        return Problem(path, f"unknown key {loc[-1]!r}{hint}")
+        hints = [f"did you mean {close[0]!r}?"] if close else []
+        hints += [f"allowed keys here: {', '.join(allowed)}"] if allowed else []
+        return Problem(path, "; ".join([f"unknown key {loc[-1]!r}", *hints]))
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         tag = err.get("ctx", {}).get("tag")
         found = f" (got {tag!r})" if tag is not None else ""
         return Problem(f"{path}.kind".lstrip("."), f"engine kind must be one of: {', '.join(ENGINE_KINDS)}{found}")
+    if kind == "workload_kind":
+        found = f" (got {err['input'].get('kind')!r})" if isinstance(err["input"], dict) else ""
+        return Problem(f"{path}.kind", f"workload kind must be one of: {', '.join(WORKLOAD_KINDS)}{found}")
     if kind == "missing":
         return Problem(path, f"is required; add `{loc[-1]}: ...` here" if loc else "is required")
     if kind == "literal_error":
@@ -136,10 +154,11 @@ def _problem(err: Any, data: dict[str, Any]) -> Problem:
 
 
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Drop the discriminator tag pydantic inserts after a list index (engines.0.simulated.x)."""
+    """Drop the discriminator tag pydantic inserts (engines.0.simulated.x, workload.sharegpt.x)."""
     out: list[Any] = []
     for i, part in enumerate(loc):
-        if part in ENGINE_KINDS and i > 0 and isinstance(loc[i - 1], int):
+        after_index = i > 0 and isinstance(loc[i - 1], int)
+        if (part in ENGINE_KINDS and after_index) or (part in WORKLOAD_KINDS and i > 0 and loc[i - 1] == "workload"):
             continue
         out.append(part)
     return tuple(out)
@@ -157,6 +176,8 @@ def _allowed_keys(loc: tuple[Any, ...], data: dict[str, Any]) -> list[str]:
             return []
         field = model.model_fields.get(str(part))
         model = _model_of(field.annotation) if field is not None else None
+        if part == "workload" and isinstance(node, dict):
+            model = WORKLOAD_SPECS.get(str(node.get("kind", "synthetic")))
         if part == "engines":
             model = None  # resolved by the engine's kind at the next (index) step
     if model is None and isinstance(node, dict):

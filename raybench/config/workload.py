@@ -1,44 +1,120 @@
-"""What is sent: the workload spec (synthetic ISL/OSL distributions with a seed)."""
+"""What is sent: workload specs by `kind` (synthetic, sharegpt, shared_prefix), with seeds and filters."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from raybench.config.base import StrictModel
 
-__all__ = ["LengthSpec", "SyntheticWorkloadSpec", "WorkloadSpec"]
+__all__ = [
+    "WORKLOAD_KINDS",
+    "WORKLOAD_SPECS",
+    "LengthSpec",
+    "ShareGPTWorkloadSpec",
+    "SharedPrefixWorkloadSpec",
+    "SyntheticWorkloadSpec",
+    "WorkloadSpec",
+]
 
 
 class LengthSpec(StrictModel):
     """A token-length distribution, clipped to [min, max]."""
 
-    distribution: Literal["fixed", "uniform", "normal"] = "fixed"
-    mean: int = Field(gt=0, description="mean length in tokens (the value itself when fixed)")
+    distribution: Literal["fixed", "uniform", "normal", "lognormal", "empirical"] = "fixed"
+    mean: int | None = Field(default=None, gt=0, description="mean length in tokens (the value itself when fixed)")
     std: float = Field(default=0.0, ge=0)
     min: int = Field(default=1, ge=1)
     max: int | None = Field(default=None, ge=1)
+    values: list[int] | None = Field(default=None, description="empirical: the lengths")
+    weights: list[float] | None = Field(default=None, description="empirical: their relative frequencies")
 
     @model_validator(mode="after")
     def _check(self) -> LengthSpec:
         if self.max is not None and self.max < self.min:
             raise ValueError(f"max ({self.max}) is below min ({self.min}); write max >= min")
+        if self.distribution == "empirical":
+            return self._check_empirical()
+        if self.mean is None and self.distribution != "uniform":
+            raise ValueError(f"a {self.distribution} distribution needs `mean` (tokens)")
         if self.distribution == "uniform" and self.max is None:
             raise ValueError("a uniform distribution needs `min` and `max`")
-        if self.distribution == "normal" and self.std == 0:
-            raise ValueError("a normal distribution needs `std` > 0 (or use distribution: fixed)")
+        if self.distribution in ("normal", "lognormal") and self.std == 0:
+            raise ValueError(f"a {self.distribution} distribution needs `std` > 0 (or use distribution: fixed)")
+        return self
+
+    def _check_empirical(self) -> LengthSpec:
+        if not self.values:
+            raise ValueError("an empirical distribution needs `values: [lengths...]` (and optional `weights`)")
+        if any(v < 1 for v in self.values):
+            raise ValueError("empirical `values` are token lengths >= 1")
+        if self.weights is not None and (
+            len(self.weights) != len(self.values) or any(w < 0 for w in self.weights) or sum(self.weights) <= 0
+        ):
+            raise ValueError("`weights` needs one non-negative number per value, not all zero")
         return self
 
 
-class SyntheticWorkloadSpec(StrictModel):
+class _WorkloadBase(StrictModel):
+    seed: int = Field(default=0, ge=0)
+    api: Literal["completions", "chat"] = "completions"
+
+
+class SyntheticWorkloadSpec(_WorkloadBase):
     """Prompts of sampled input length asking for sampled output length, reproducible by `seed`."""
 
     kind: Literal["synthetic"] = "synthetic"
     isl: LengthSpec
     osl: LengthSpec
-    seed: int = Field(default=0, ge=0)
-    api: Literal["completions", "chat"] = "completions"
 
 
-WorkloadSpec = SyntheticWorkloadSpec
+class ShareGPTWorkloadSpec(_WorkloadBase):
+    """ShareGPT conversations (JSON or JSONL, local path or object-storage URI): first human turn as the
+    prompt, the reply's token count as the output length; filtered and sampled by `seed`."""
+
+    kind: Literal["sharegpt"]
+    path: str = Field(min_length=1, description="local file, file://, s3:// or gs:// URI")
+    min_isl: int = Field(default=4, ge=1)
+    max_isl: int = Field(default=1024, ge=1)
+    min_osl: int = Field(default=4, ge=1)
+    max_osl: int = Field(default=1024, ge=1)
+    osl: LengthSpec | None = Field(default=None, description="override the reference output lengths")
+    max_prompts: int | None = Field(default=None, ge=1)
+    on_malformed: Literal["skip", "fail"] = "skip"
+
+    @model_validator(mode="after")
+    def _check(self) -> ShareGPTWorkloadSpec:
+        if self.max_isl < self.min_isl or self.max_osl < self.min_osl:
+            raise ValueError("each max_* must be >= its min_*")
+        return self
+
+
+class SharedPrefixWorkloadSpec(_WorkloadBase):
+    """Groups of requests sharing a prefix (system prompt, few-shot, RAG context) plus a unique suffix."""
+
+    kind: Literal["shared_prefix"]
+    groups: int = Field(ge=1, description="distinct prefixes; request i uses prefix i % groups")
+    prefix_tokens: int = Field(ge=1)
+    suffix_tokens: LengthSpec
+    osl: LengthSpec
+
+
+def _workload_kind(value: Any) -> str:
+    """`kind` may be omitted for a synthetic workload (the first and simplest)."""
+    kind = value.get("kind", "synthetic") if isinstance(value, dict) else getattr(value, "kind", "synthetic")
+    return str(kind)
+
+
+WorkloadSpec = Annotated[
+    Annotated[SyntheticWorkloadSpec, Tag("synthetic")]
+    | Annotated[ShareGPTWorkloadSpec, Tag("sharegpt")]
+    | Annotated[SharedPrefixWorkloadSpec, Tag("shared_prefix")],
+    Discriminator(_workload_kind, custom_error_type="workload_kind", custom_error_message="unknown workload kind"),
+]
+WORKLOAD_SPECS: dict[str, type[StrictModel]] = {
+    "synthetic": SyntheticWorkloadSpec,
+    "sharegpt": ShareGPTWorkloadSpec,
+    "shared_prefix": SharedPrefixWorkloadSpec,
+}
+WORKLOAD_KINDS = tuple(WORKLOAD_SPECS)

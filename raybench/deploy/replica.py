@@ -8,7 +8,9 @@ from typing import Any
 
 import ray
 
-from raybench.deploy.process import ServerProcess, free_port
+from raybench.deploy.identity import env_subset, gpu_inventory, server_version
+from raybench.deploy.node import node_ip
+from raybench.deploy.process import ServerProcess, describe_exit, free_port, redact_argv
 from raybench.engines.base import EngineAdapter
 from raybench.engines.readiness import wait_ready
 from raybench.errors import EngineError, StorageError
@@ -19,57 +21,81 @@ __all__ = ["EngineReplicaActor"]
 
 @ray.remote
 class EngineReplicaActor:
-    """One replica of one engine, on the node Ray placed it (with the GPUs Ray assigned)."""
+    """One replica of one engine, on the node Ray placed it (with the GPUs Ray assigned: Ray sets
+    CUDA_VISIBLE_DEVICES in this actor's environment, which the server process inherits)."""
 
-    def __init__(self, adapter: EngineAdapter, replica_index: int, store_uri: str) -> None:
+    def __init__(self, adapter: EngineAdapter, replica_index: int, store: ResultStore) -> None:
         self._adapter = adapter
         self._name = f"replica-{replica_index}"
-        self._store = ResultStore(store_uri)
-        self._host: str = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+        self._store = store
+        self._host = node_ip()
         self._process: ServerProcess | None = None
+        self._last_exit: int | None = None
         self._logdir = Path(tempfile.mkdtemp(prefix="raybench-engine-"))
 
     async def start(self) -> dict[str, Any]:
         """Launch the server and wait until it is ready; returns its base URL and identity."""
-        port = free_port(self._host)
+        port = self._adapter.preferred_port or free_port(self._host)
         plan = self._adapter.launch_plan(self._host, port)
-        self._process = ServerProcess(plan, self._logdir / f"{self._name}.log")
+        self._process = process = ServerProcess(plan, self._logdir / f"{self._name}.log")
         base_url = f"http://{self._host}:{port}"
-        process = self._process
+        rule = self._adapter.readiness()
         state = await wait_ready(
-            base_url,
-            self._adapter.served_model,
-            plan.ready_timeout_s,
-            self._adapter.health_path,
-            alive=process.alive,
-        )
+            base_url, self._adapter.served_model, plan.ready_timeout_s, rule.health_path, process.alive,
+            extra_paths=rule.extra_paths,
+        )  # fmt: skip
         if not state.ready:
             tail = process.log_tail()
-            self.stop()
+            code = self.stop()
+            reason = f"{state.reason}; exited with {describe_exit(code)}" if code is not None else state.reason
             raise EngineError(
-                f"{self._adapter.engine_id} {self._name} did not become ready: {state.reason}\n"
-                f"command: {' '.join(plan.argv)}\nlast log lines:\n{tail}"
+                f"{self._adapter.engine_id} {self._name} did not become ready ({rule.describe()}): {reason}\n"
+                f"command: {' '.join(redact_argv(process.argv))}\nlast log lines:\n{tail}"
             )
+        version = await server_version(base_url, self._adapter.version_probe()) or self._adapter.motor_version()
         return {
+            "replica": self._name,
             "base_url": base_url,
             "pid": process.pid,
             "node_ip": self._host,
             "node_id": ray.get_runtime_context().get_node_id(),
-            "argv": plan.argv,
+            "argv": redact_argv(process.argv),
+            "env": env_subset(plan.env),
+            "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+            "gpus": gpu_inventory(),
+            "engine_version": version,
+            "readiness": rule.describe(),
         }
 
     def alive(self) -> bool:
         return self._process is not None and self._process.alive()
 
-    def stop(self) -> int | None:
-        """Kill the server's process group and store its log; returns the exit code."""
+    def exit_info(self) -> dict[str, Any]:
+        """Why the server is gone: its exit status and last log lines (empty while it runs)."""
+        process = self._process
+        if process is None or process.alive():
+            return {}
+        return {"replica": self._name, "exit": describe_exit(process.exit_code()), "log_tail": process.log_tail()}
+
+    def pgid(self) -> int | None:
+        """The server's process group (the guard's pid), for tests that prove nothing is left behind."""
+        return self._process.pgid if self._process is not None else None
+
+    def sync_log(self) -> None:
+        """Copy the server's log so far to the result store (a whole-file write, replacing the last copy)."""
         if self._process is None:
-            return None
-        code = self._process.stop()
+            return
         try:
             data = self._process.log_path.read_bytes()
             self._store.write_bytes(f"engines/{self._adapter.engine_id}/logs/{self._name}.log", data)
         except (OSError, StorageError):
             pass  # the run goes on without this log; the summary still names the replica
+
+    def stop(self) -> int | None:
+        """Kill the server's process group and store its log; returns the exit code."""
+        if self._process is None:
+            return self._last_exit
+        code = self._last_exit = self._process.stop()
+        self.sync_log()
         self._process = None
         return code

@@ -10,6 +10,8 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel
 
 from raybench.config.job import ModelSpec
+from raybench.engines.metrics import DIALECTS, MetricMap
+from raybench.engines.readiness import ReadinessRule
 from raybench.errors import ConfigError, Problem
 from raybench.loadgen.endpoint import Endpoint
 
@@ -24,6 +26,9 @@ class LaunchPlan:
     port: int
     env: dict[str, str] = field(default_factory=dict)
     ready_timeout_s: float = 600.0
+    files: dict[str, str] = field(default_factory=dict)  # name -> text, written to WORKDIR before launch
+
+    WORKDIR = "{workdir}"  # in argv, replaced by the replica's working folder
 
 
 class EngineAdapter(ABC):
@@ -50,9 +55,31 @@ class EngineAdapter(ABC):
         return 0.0
 
     @property
+    def preferred_port(self) -> int | None:
+        """A fixed port from the spec, else None (a free port is chosen)."""
+        return getattr(self.spec, "port", None)
+
+    @property
     def health_path(self) -> str | None:
         """The liveness path probed before /v1/models (None: the server has none)."""
         return "/health"
+
+    def readiness(self) -> ReadinessRule:
+        """How to tell the server is ready (its own health semantics, then /v1/models)."""
+        return ReadinessRule(self.health_path)
+
+    def metric_map(self) -> MetricMap:
+        """The server's Prometheus names mapped to raybench's (default: vLLM's, which the simulated engine exposes)."""
+        return DIALECTS["vllm"]
+
+    def version_probe(self) -> tuple[str, str] | None:
+        """(HTTP path, JSON key) that reports the running server's version, when it has one."""
+        return None
+
+    @property
+    def balance(self) -> str:
+        """How the load generators spread requests over replicas: round_robin or least_outstanding."""
+        return str(getattr(self.spec, "balance", "round_robin"))
 
     @property
     def served_model(self) -> str:
@@ -82,7 +109,10 @@ class EngineAdapter(ABC):
     def endpoint(self, base_urls: list[str], api: str) -> Endpoint:
         """The loadgen Endpoint for the ready replicas."""
         return Endpoint(
-            base_urls=tuple(base_urls), model=self.served_model, api="chat" if api == "chat" else "completions"
+            base_urls=tuple(base_urls),
+            model=self.served_model,
+            api="chat" if api == "chat" else "completions",
+            balance="least_outstanding" if self.balance == "least_outstanding" else "round_robin",
         )
 
 

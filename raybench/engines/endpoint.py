@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from raybench.config.engine import EndpointEngineSpec
 from raybench.engines.base import EngineAdapter, LaunchPlan, register
+from raybench.engines.metrics import DIALECTS, MetricMap
 from raybench.environment import read_secret
 from raybench.loadgen.endpoint import Endpoint
 
@@ -25,7 +26,10 @@ class EndpointAdapter(EngineAdapter):
         raise NotImplementedError("endpoint engines are not launched by raybench")
 
     def external_urls(self) -> list[str]:
-        return [self.spec.base_url]
+        return [self.spec.base_url, *self.spec.more_base_urls]
+
+    def metric_map(self) -> MetricMap:
+        return DIALECTS[self.spec.metrics or "none"]
 
     def motor(self) -> str:
         return self.spec.motor
@@ -41,4 +45,5 @@ class EndpointAdapter(EngineAdapter):
             api="chat" if api == "chat" else "completions",
             api_key=key,
             supports_ignore_eos=self.spec.ignore_eos,
+            balance=self.spec.balance,
         )

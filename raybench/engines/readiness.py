@@ -1,14 +1,28 @@
-"""Readiness of an OpenAI-compatible server: /health answers 200 and /v1/models lists the model."""
+"""Readiness of an OpenAI-compatible server: its own health rule, then /v1/models lists the model."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import aiohttp
 
-__all__ = ["ReadyState", "check_ready", "wait_ready"]
+__all__ = ["ReadinessRule", "ReadyState", "check_ready", "wait_ready"]
+
+
+@dataclass(frozen=True)
+class ReadinessRule:
+    """An engine's readiness: `health_path` answers 200 (engines answer 503 or refuse while loading),
+    every `extra_paths` answers 200 (e.g. TGI /info, SGLang /get_model_info), and /v1/models lists the model."""
+
+    health_path: str | None = "/health"
+    extra_paths: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        parts = [f"GET {p} -> 200" for p in ((self.health_path,) if self.health_path else ()) + self.extra_paths]
+        return ", ".join([*parts, "GET /v1/models lists the served model"])
 
 
 class ReadyState:
@@ -21,16 +35,20 @@ class ReadyState:
 
 
 async def check_ready(
-    base_url: str, model: str, health_path: str | None = "/health", timeout_s: float = 5.0
+    base_url: str,
+    model: str,
+    health_path: str | None = "/health",
+    timeout_s: float = 5.0,
+    extra_paths: tuple[str, ...] = (),
 ) -> ReadyState:
     """Probe once; never raises."""
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     try:
         async with aiohttp.ClientSession(timeout=timeout) as session:
-            if health_path:
-                async with session.get(base_url + health_path) as response:
+            for path in ((health_path,) if health_path else ()) + tuple(extra_paths):
+                async with session.get(base_url + path) as response:
                     if response.status != 200:
-                        return ReadyState(False, f"{health_path} answered HTTP {response.status}")
+                        return ReadyState(False, f"{path} answered HTTP {response.status}")
             async with session.get(base_url + "/v1/models") as response:
                 if response.status != 200:
                     return ReadyState(False, f"/v1/models answered HTTP {response.status}")
@@ -50,6 +68,7 @@ async def wait_ready(
     health_path: str | None = "/health",
     alive: Callable[[], bool] = lambda: True,
     interval_s: float = 0.25,
+    extra_paths: tuple[str, ...] = (),
 ) -> ReadyState:
     """Poll until ready, the deadline, or `alive()` turns False (the process died)."""
     deadline = time.monotonic() + timeout_s
@@ -57,7 +76,7 @@ async def wait_ready(
     while time.monotonic() < deadline:
         if not alive():
             return ReadyState(False, "the server process exited")
-        state = await check_ready(base_url, model, health_path)
+        state = await check_ready(base_url, model, health_path, extra_paths=extra_paths)
         if state.ready:
             return state
         await asyncio.sleep(interval_s)

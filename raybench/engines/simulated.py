@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 from raybench.config.engine import SimulatedEngineSpec
@@ -18,7 +19,6 @@ class SimulatedAdapter(EngineAdapter):
     spec: SimulatedEngineSpec
 
     def launch_plan(self, host: str, port: int) -> LaunchPlan:
-        s = self.spec
         argv = [
             sys.executable,
             "-m",
@@ -29,14 +29,10 @@ class SimulatedAdapter(EngineAdapter):
             str(port),
             "--model",
             self.served_model,
-            "--max-num-seqs",
-            str(s.max_num_seqs),
-            "--iteration-overhead-ms",
-            str(s.iteration_overhead_ms),
-            "--decode-ms-per-seq",
-            str(s.decode_ms_per_seq),
-            "--prefill-ms-per-token",
-            str(s.prefill_ms_per_token),
+            "--log-interval-s",
+            "5",
+            "--config-json",
+            json.dumps(self.spec.sim_config(), sort_keys=True),
         ]
         return LaunchPlan(argv=argv, port=port, ready_timeout_s=60.0)
 
@@ -44,4 +40,5 @@ class SimulatedAdapter(EngineAdapter):
         return "simulated"
 
     def motor_version(self) -> str:
-        return f"raybench-sim {__version__} ({self.spec.profile} profile)"
+        s = self.spec
+        return f"raybench-sim {__version__} ({s.profile} profile, {s.model_preset} {s.precision} on {s.tp}x {s.gpu})"

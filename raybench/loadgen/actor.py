@@ -1,8 +1,7 @@
-"""LoadGeneratorActor: an async Ray actor that runs its shard of each step and stores its records."""
+"""LoadGeneratorActor: a Ray actor that arms its shard of each step, starts it at one instant, stores its records."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -10,14 +9,15 @@ from typing import Any
 import aiohttp
 import ray
 
-from raybench.config.workload import SyntheticWorkloadSpec
 from raybench.loadgen.closed_loop import Shard, run_closed_loop
 from raybench.loadgen.endpoint import Endpoint
 from raybench.loadgen.lag import LoopLagMonitor
 from raybench.loadgen.loop_thread import LoopThread
+from raybench.loadgen.open_loop import MonotonicClock, run_open_loop
+from raybench.loadgen.session import new_session, warm_connections
 from raybench.results.store import ResultStore
 from raybench.results.writer import RecordWriter, records_prefix
-from raybench.workloads.synthetic import SyntheticSource
+from raybench.workloads.base import PromptSource
 
 __all__ = ["GeneratorStep", "LoadGenerator", "LoadGeneratorActor"]
 
@@ -33,18 +33,22 @@ class GeneratorStep:
     target_concurrency: int
     shard: Shard
     wall_offset_ns: int
+    target_rate_per_s: float | None = None  # open loop: the step's global rate (shard.rate_per_s set)
+    attempt: int = 0  # which execution of the step this is; records carry it
 
 
 class LoadGenerator:
     """The generator itself (no Ray): owns an HTTP session, runs shards, writes records."""
 
-    def __init__(self, generator_id: str, store_uri: str, node_id: str = "") -> None:
+    def __init__(self, generator_id: str, store: ResultStore, node_id: str = "") -> None:
         self.generator_id = generator_id
         self.node_id = node_id
-        self._store = ResultStore(store_uri)
+        self._store = store
         self._session: aiohttp.ClientSession | None = None
+        self._warmed = 0
+        self._armed: GeneratorStep | None = None
         self._endpoint: Endpoint | None = None
-        self._source: SyntheticSource | None = None
+        self._source: PromptSource | None = None
         self._writer: RecordWriter | None = None
 
     def node(self) -> str:
@@ -55,24 +59,32 @@ class LoadGenerator:
         """This process's monotonic clock, sampled for the driver's offset estimate."""
         return time.perf_counter_ns()
 
-    async def prepare(self, endpoint: Endpoint, workload: SyntheticWorkloadSpec, connections: int) -> None:
+    async def prepare(self, endpoint: Endpoint, source: PromptSource, connections: int) -> None:
         """Open a session sized to `connections` and warm that many keep-alive connections."""
         await self.close()
-        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60)
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=1 << 20)
+        self._session = new_session()
         self._endpoint = endpoint
-        self._source = SyntheticSource(workload)
-        await asyncio.gather(*(self._warm(i) for i in range(connections)))
+        self._source = source
+        await warm_connections(self._session, endpoint, connections)
+        self._warmed = connections
 
-    async def _warm(self, index: int) -> None:
-        assert self._session is not None and self._endpoint is not None
-        base = self._endpoint.base_urls[index % len(self._endpoint.base_urls)]
-        try:
-            async with self._session.get(base + "/v1/models") as response:
-                await response.read()
-        except aiohttp.ClientError:
-            pass  # a failing endpoint shows up as failed records, where it is counted
+    async def arm(self, step: GeneratorStep) -> dict[str, Any]:
+        """The ready barrier: hold `step` and warm the connections its shard needs beyond those open."""
+        if self._session is None or self._endpoint is None:
+            raise RuntimeError("prepare() must be called before arm()")
+        need = step.shard.concurrency
+        if need > self._warmed:
+            await warm_connections(self._session, self._endpoint, need)
+            self._warmed = need
+        self._armed = step
+        return {"generator_id": self.generator_id, "connections": self._warmed}
+
+    async def start(self, start_wall_ns: int) -> dict[str, Any]:
+        """Run the armed step from the driver-clock instant `start_wall_ns`."""
+        if self._armed is None:
+            raise RuntimeError("arm() must be called before start()")
+        step, self._armed = self._armed, None
+        return await self.run(step, start_wall_ns)
 
     async def run(self, step: GeneratorStep, start_wall_ns: int) -> dict[str, Any]:
         """Run `step` from the driver-clock instant `start_wall_ns`; return this generator's report."""
@@ -84,23 +96,22 @@ class LoadGenerator:
             "run_id": step.run_id,
             "engine_id": step.engine_id,
             "step_index": step.step_index,
+            "attempt": step.attempt,
             "generator_id": self.generator_id,
             "node_id": self.node_id,
             "phase": step.phase,
             "target_concurrency": step.target_concurrency,
-            "target_rate_per_s": None,
+            "target_rate_per_s": step.target_rate_per_s,
             "wall_offset_ns": step.wall_offset_ns,
         }
         writer = self._writer
         monitor = LoopLagMonitor()
         monitor.start()
-        result = await run_closed_loop(
-            self._session,
-            self._endpoint,
-            self._source,
-            step.shard,
-            start_wall_ns - step.wall_offset_ns,
-            lambda row: writer.add({**base, **row}),
+        runner = run_open_loop if step.shard.rate_per_s is not None else run_closed_loop
+        start_ns = start_wall_ns - step.wall_offset_ns
+        woke_ns = await _sleep_until(start_ns)
+        result = await runner(
+            self._session, self._endpoint, self._source, step.shard, start_ns, lambda row: writer.add({**base, **row})
         )
         stats = await monitor.stop()
         rows = await writer.close()
@@ -109,7 +120,11 @@ class LoadGenerator:
             "node_id": self.node_id,
             "issued": result.issued,
             "records": rows,
+            "attempt": step.attempt,
             "concurrency": step.shard.concurrency,
+            "max_requests": step.shard.max_requests,
+            "active": _active(step.shard),
+            "started_wall_ns": woke_ns + step.wall_offset_ns,
             "reached_target_ns": _to_wall(result.reached_target_ns, step.wall_offset_ns),
             "stopped_issuing_ns": _to_wall(result.stopped_issuing_ns, step.wall_offset_ns),
             **stats,
@@ -125,6 +140,23 @@ class LoadGenerator:
             self._session = None
 
 
+async def _sleep_until(start_ns: int) -> int:
+    """Wait for the common start instant precisely (not to the loop timer's millisecond); returns the wake."""
+    clock = MonotonicClock()
+    try:
+        await clock.sleep_until(start_ns)
+    finally:
+        clock.close()
+    return time.perf_counter_ns()
+
+
+def _active(shard: Shard) -> bool:
+    """Whether this generator has any load in the step (closed loop: slots; open loop: a request budget)."""
+    if shard.rate_per_s is None:
+        return shard.concurrency > 0
+    return shard.max_requests is None or shard.max_requests > 0
+
+
 def _to_wall(instant_ns: int | None, offset_ns: int) -> int | None:
     return None if instant_ns is None else instant_ns + offset_ns
 
@@ -134,9 +166,9 @@ class LoadGeneratorActor:
     """The Ray actor: a threaded actor whose generator runs on its own loop thread (see LoopThread),
     so progress queries from the driver never wait behind, or delay, the timed streams."""
 
-    def __init__(self, generator_id: str, store_uri: str) -> None:
+    def __init__(self, generator_id: str, store: ResultStore) -> None:
         self._loop = LoopThread(f"raybench-{generator_id}")
-        self._gen = LoadGenerator(generator_id, store_uri, ray.get_runtime_context().get_node_id())
+        self._gen = LoadGenerator(generator_id, store, ray.get_runtime_context().get_node_id())
 
     def node(self) -> str:
         return self._gen.node()
@@ -144,11 +176,17 @@ class LoadGeneratorActor:
     def clock_ns(self) -> int:
         return self._gen.clock_ns()
 
-    def prepare(self, endpoint: Endpoint, workload: SyntheticWorkloadSpec, connections: int) -> None:
-        self._loop.run(self._gen.prepare(endpoint, workload, connections))
+    def prepare(self, endpoint: Endpoint, source: PromptSource, connections: int) -> None:
+        self._loop.run(self._gen.prepare(endpoint, source, connections))
 
     def run(self, step: GeneratorStep, start_wall_ns: int) -> dict[str, Any]:
         return self._loop.run(self._gen.run(step, start_wall_ns))
+
+    def arm(self, step: GeneratorStep) -> dict[str, Any]:
+        return self._loop.run(self._gen.arm(step))
+
+    def start(self, start_wall_ns: int) -> dict[str, Any]:
+        return self._loop.run(self._gen.start(start_wall_ns))
 
     def progress(self) -> int:
         return self._gen.progress()

@@ -10,10 +10,10 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from raybench.loadgen.client import build_payload, send_streaming
-from raybench.loadgen.endpoint import Endpoint
+from raybench.loadgen.client import RequestOutcome, build_payload, send_streaming
+from raybench.loadgen.endpoint import Balancer, Endpoint
 
-__all__ = ["ClosedLoopResult", "PromptLike", "PromptSource", "Shard", "run_closed_loop"]
+__all__ = ["ClosedLoopResult", "PromptLike", "PromptSource", "Shard", "outcome_record", "run_closed_loop"]
 
 _clock = time.perf_counter_ns
 
@@ -47,6 +47,13 @@ class Shard:
     prompt_offset: int
     timeout_s: float
     request_id_prefix: str
+    # Open loop (raybench.loadgen.open_loop) when `rate_per_s` is set: the global schedule's rate,
+    # this generator sends arrivals prompt_offset, prompt_offset + prompt_stride, ...; `concurrency`
+    # then caps its requests in flight (0: no cap) and queued arrivals keep their scheduled instant.
+    rate_per_s: float | None = None
+    arrival: str = "poisson"
+    burstiness: float = 1.0
+    seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,7 @@ async def run_closed_loop(
     """Run `shard` from `start_ns` (perf clock) until its stop rule; every request goes to `sink`."""
     if shard.concurrency == 0:
         return ClosedLoopResult(0, None, None)
-    state = _LoopState(shard, start_ns)
+    state = _LoopState(shard, start_ns, Balancer(endpoint))
     await asyncio.sleep(max(start_ns - _clock(), 0) / 1e9)
     workers = [
         asyncio.create_task(_worker(session, endpoint, source, shard, state, sink)) for _ in range(shard.concurrency)
@@ -83,7 +90,8 @@ async def run_closed_loop(
 
 
 class _LoopState:
-    def __init__(self, shard: Shard, start_ns: int) -> None:
+    def __init__(self, shard: Shard, start_ns: int, balancer: Balancer) -> None:
+        self.balancer = balancer
         self.issued = 0
         self.first_sent_ns: list[int] = []
         self.stopped_ns: int | None = None
@@ -120,18 +128,29 @@ async def _worker(
         index = shard.prompt_base + number * shard.prompt_stride + shard.prompt_offset
         prompt = source.prompt(index)
         body = build_payload(endpoint, prompt.text, prompt.output_tokens)
-        out = await send_streaming(session, endpoint, endpoint.url(index), body, shard.timeout_s)
+        url, slot = state.balancer.acquire(index)
+        try:
+            out = await send_streaming(session, endpoint, url, body, shard.timeout_s)
+        finally:
+            state.balancer.release(slot)
         if first:
             state.first_sent_ns.append(out.sent_ns)
             first = False
-        record = {
-            "request_id": f"{shard.request_id_prefix}{index}",
-            "scheduled_ns": scheduled,
-            "prompt_fingerprint": prompt.fingerprint,
-            **{k: v for k, v in out.__dict__.items() if k in _OUTCOME_FIELDS},
-        }
-        sink(record)
+        request_id = f"{shard.request_id_prefix}{index}"
+        sink(outcome_record(out, request_id, scheduled, prompt.fingerprint, prompt.output_tokens))
         scheduled = _clock()
+
+
+def outcome_record(
+    out: RequestOutcome, request_id: str, scheduled_ns: int, fingerprint: str, requested_output_tokens: int
+) -> dict[str, Any]:
+    """The record fields a runner owns (ids, schedule, timings); the actor adds who and where."""
+    record = {k: v for k, v in out.__dict__.items() if k in _OUTCOME_FIELDS}
+    record["request_id"] = request_id
+    record["scheduled_ns"] = scheduled_ns
+    record["prompt_fingerprint"] = fingerprint
+    record["requested_output_tokens"] = requested_output_tokens
+    return record
 
 
 _OUTCOME_FIELDS = frozenset(

@@ -37,7 +37,8 @@ class LoopLagMonitor:
             self._task = None
         wall = max(time.perf_counter() - self._wall_start_s, 1e-9)
         lag = np.asarray(self._lateness_ns, dtype=np.float64) / 1e6
-        stats = {"cpu_share": (time.process_time() - self._cpu_start_s) / wall, "lag_samples": float(lag.size)}
+        cpu = time.process_time() - self._cpu_start_s
+        stats = {"cpu_share": cpu / wall, "cpu_s": cpu, "wall_s": wall, "lag_samples": float(lag.size)}
         for name, q in (("lag_p50_ms", 50), ("lag_p99_ms", 99), ("lag_max_ms", 100)):
             stats[name] = float(np.percentile(lag, q)) if lag.size else 0.0
         return stats

@@ -14,6 +14,7 @@ of its ``chunk_tokens``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,12 +48,33 @@ _NS_PER_MS = 1_000_000.0
 
 @dataclass(frozen=True)
 class TokenEvents:
-    """Every token-bearing event of a table, flattened: ``row`` indexes the table's rows,
-    ``ns`` is the arrival instant on the generator's clock, ``tokens`` what the event carried."""
+    """Every token-bearing event of a table, flattened: ``row`` indexes the table's rows
+    (non-decreasing: a row's events are contiguous), ``ns`` is the arrival instant on the
+    generator's clock, ``tokens`` what the event carried; ``lengths`` counts each row's events."""
 
     row: IntArray
     ns: IntArray
     tokens: IntArray
+    lengths: IntArray
+
+    def spread(self, per_row: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """A per-row array repeated onto the events (``per_row[row]``, but sequential and faster)."""
+        return np.repeat(per_row, self.lengths)
+
+    def per_row_tokens(self) -> IntArray:
+        """Tokens of each row's events summed (exact integers; 0 for a row without events).
+
+        Computed once and kept: several metrics need it.
+        """
+        cached = self.__dict__.get("_per_row")
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        ends = np.cumsum(self.lengths)
+        total = np.concatenate(([0], np.cumsum(self.tokens)))
+        sums = np.asarray(total[ends] - total[ends - self.lengths], dtype=np.int64)
+        sums.flags.writeable = False
+        self.__dict__["_per_row"] = sums
+        return sums
 
 
 @dataclass(frozen=True)
@@ -109,10 +131,12 @@ def token_events(table: pa.Table) -> TokenEvents:
     flat_ns, flat_tok = pc.list_flatten(ns_col), pc.list_flatten(tok_col)
     if flat_ns.null_count or flat_tok.null_count:
         raise ValueError("chunk_ns and chunk_tokens must not contain nulls")
+    lengths = np.asarray(ns_len.to_numpy(), dtype=np.int64)
     return TokenEvents(
-        row=np.asarray(pc.list_parent_indices(ns_col).to_numpy(), dtype=np.int64),
+        row=np.repeat(np.arange(table.num_rows, dtype=np.int64), lengths),
         ns=np.asarray(flat_ns.to_numpy(), dtype=np.int64),
         tokens=np.asarray(flat_tok.to_numpy(), dtype=np.int64),
+        lengths=lengths,
     )
 
 
@@ -120,7 +144,7 @@ def output_token_counts(table: pa.Table, events: TokenEvents | None = None) -> I
     """Per row: server-reported ``output_tokens``, else the sum of the row's ``chunk_tokens``."""
     _require(table, ("output_tokens",))
     ev = token_events(table) if events is None else events
-    from_chunks = np.bincount(ev.row, weights=ev.tokens, minlength=table.num_rows).astype(np.int64)
+    from_chunks = ev.per_row_tokens()
     reported, has = _int_col(table, "output_tokens")
     return np.where(has, reported, from_chunks)
 
@@ -184,19 +208,25 @@ def ttft_from_schedule_ms(table: pa.Table) -> FloatArray:
     return _ok_samples(lat.ttft_from_schedule_ms, lat.ok)
 
 
-def itl_samples(table: pa.Table, events: TokenEvents | None = None) -> tuple[FloatArray, IntArray]:
+def itl_samples(
+    table: pa.Table, events: TokenEvents | None = None, ok: BoolArray | None = None
+) -> tuple[FloatArray, IntArray]:
     """ITL samples of ok requests as ``(gaps_ms, weights)``, for ``distribution(gaps, weights)``.
+
+    ``events`` and ``ok`` (``ok_mask(table)``) may be passed when the caller has them.
 
     Every gap between consecutive token-bearing events of a request, divided by the tokens the
     later event carried, weighted by those tokens. Events carrying no tokens (only possible in
     malformed records) are skipped: their gap has no per-token value.
     """
-    ok = ok_mask(table)
+    ok = ok_mask(table) if ok is None else ok
     ev = token_events(table) if events is None else events
     if ev.ns.size < 2:
         return np.empty(0, dtype=np.float64), np.empty(0, dtype=np.int64)
     same_request = ev.row[1:] == ev.row[:-1]
-    keep = same_request & ok[ev.row[1:]] & (ev.tokens[1:] > 0)
-    gaps_ns = (ev.ns[1:] - ev.ns[:-1])[keep]
+    keep = same_request & ev.spread(ok)[1:] & (ev.tokens[1:] > 0)
+    gaps_ms = np.subtract(ev.ns[1:], ev.ns[:-1])[keep].astype(np.float64) / _NS_PER_MS
     weights = ev.tokens[1:][keep]
-    return gaps_ns.astype(np.float64) / _NS_PER_MS / weights, weights
+    if weights.size and weights.max() == 1:  # one token per event: dividing by 1 changes nothing
+        return gaps_ms, weights
+    return gaps_ms / weights, weights

@@ -38,6 +38,7 @@ from raybench.metrics.latency import (
     row_latencies,
     token_events,
 )
+from raybench.metrics.osl import osl_accounting
 from raybench.metrics.percentiles import Distribution, distribution
 from raybench.results.schema import RECORD_SCHEMA
 
@@ -105,6 +106,7 @@ class StepMetrics:
     validity: dict[str, bool]
     valid: bool
     notes: tuple[str, ...]
+    osl: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: distributions become dicts, ``notes`` a list, mappings are copied."""
@@ -145,12 +147,19 @@ def _stable_sum(x: FloatArray) -> float:
     return float(np.cumsum(np.sort(x))[-1]) if x.size else 0.0
 
 
-def _event_tokens(table: pa.Table, events: TokenEvents) -> FloatArray:
-    """Tokens per event, scaled per request to the server-reported ``output_tokens``."""
-    chunk_sum = np.bincount(events.row, weights=events.tokens, minlength=table.num_rows).astype(np.float64)
-    reported = output_token_counts(table, events).astype(np.float64)
-    scale = np.divide(reported, chunk_sum, out=np.ones_like(chunk_sum), where=chunk_sum > 0)
-    return events.tokens.astype(np.float64) * scale[events.row]
+def _event_tokens(table: pa.Table, events: TokenEvents) -> FloatArray | npt.NDArray[np.int64]:
+    """Tokens per event, scaled per request to the server-reported ``output_tokens``.
+
+    Integers (int64) when no request needs scaling, the common case; floats otherwise.
+    """
+    chunk_sum = events.per_row_tokens()
+    reported = output_token_counts(table, events)
+    if np.array_equal(reported, chunk_sum):
+        return events.tokens
+    chunk_f, reported_f = chunk_sum.astype(np.float64), reported.astype(np.float64)
+    scale = np.divide(reported_f, chunk_f, out=np.ones_like(chunk_f), where=chunk_f > 0)
+    scaled: FloatArray = events.tokens.astype(np.float64) * events.spread(scale)
+    return scaled
 
 
 def _offsets(table: pa.Table) -> npt.NDArray[np.int64]:
@@ -169,15 +178,20 @@ def _rates(table: pa.Table, events: TokenEvents, ok: BoolArray, meets: BoolArray
     """Output and good tokens, and ok completions, inside the window, per second."""
     offsets = _offsets(table)
     tokens = _event_tokens(table, events)
-    inside = window.contains(events.ns + offsets[events.row])
-    throughput = _stable_sum(tokens[inside]) / window.length_s
-    goodput = _stable_sum(tokens[inside & meets[events.row]]) / window.length_s
+    inside = window.contains(events.ns + events.spread(offsets))
+    good = inside & events.spread(meets)
+    if tokens.dtype.kind == "i":  # integer tokens: exact sums in any order, no copies
+        all_tokens, good_tokens = float(np.sum(tokens, where=inside)), float(np.sum(tokens, where=good))
+    else:
+        floats = tokens.astype(np.float64, copy=False)
+        all_tokens, good_tokens = _stable_sum(floats[inside]), _stable_sum(floats[good])
     done = np.asarray(table.column("done_ns").to_numpy(), dtype=np.int64) + offsets
     completed = int(np.count_nonzero(ok & window.contains(done)))
     return _Rates(
-        throughput_tok_s=throughput,
-        goodput_tok_s=goodput,
-        goodput_pct=100.0 * goodput / throughput if throughput > 0 else None,
+        throughput_tok_s=all_tokens / window.length_s,
+        goodput_tok_s=good_tokens / window.length_s,
+        # A ratio of token sums (good <= all exactly), not of rates: rounding cannot push it past 100.
+        goodput_pct=100.0 * (good_tokens / all_tokens) if all_tokens > 0 else None,
         request_throughput_req_s=completed / window.length_s,
         requests_completed_in_window=completed,
     )
@@ -225,7 +239,7 @@ def _distributions(table: pa.Table, events: TokenEvents, lat: RowLatencies) -> _
     def ok_dist(per_row: FloatArray) -> Distribution:
         return distribution(per_row[lat.ok & np.isfinite(per_row)])
 
-    gaps, weights = itl_samples(table, events)
+    gaps, weights = itl_samples(table, events, lat.ok)
     return _Distributions(
         ttft_ms=ok_dist(lat.ttft_ms),
         itl_ms=distribution(gaps, weights),
@@ -307,7 +321,10 @@ def _validity(
 def _measured(table: pa.Table) -> pa.Table:
     if "phase" not in table.column_names:
         raise ValueError("record table lacks column 'phase'; build it with results.schema.RECORD_SCHEMA")
-    return table.filter(pc.fill_null(pc.equal(table.column("phase"), "measure"), False))
+    measure = pc.fill_null(pc.equal(table.column("phase"), "measure"), False)
+    if pc.all(measure).as_py() is not False:  # every row measured: no copy (None: empty table)
+        return table
+    return table.filter(measure)
 
 
 def compute_step(
@@ -337,6 +354,7 @@ def compute_step(
         slo=slo,
         spec=validity,
     )
+    osl, osl_notes = osl_accounting(measured)
     return StepMetrics(
         step_index=step_index,
         concurrency=target_concurrency,
@@ -351,7 +369,8 @@ def compute_step(
         clock_uncertainty_ms=clock_uncertainty_ms,
         validity=flags,
         valid=not any(flags.values()),
-        notes=tuple(notes),
+        notes=(*notes, *osl_notes),
+        osl=osl,
         **_rates(measured, events, lat.ok, meets, window),
         **counts,
         **dists,

@@ -1,4 +1,4 @@
-"""Reports people read: console tables now; Pareto frontier, plots and HTML as they are added."""
+"""Reports people read: console tables of a run, and `raybench report` (tables, Pareto frontier, plots, HTML)."""
 
 from raybench.report.console import format_number, knee_line, print_engine_summary, saturation_table
 

@@ -1,12 +1,22 @@
-"""Arrow schema of the per-request record (MEASUREMENT.md) and its version."""
+"""Arrow schema of the per-request record (MEASUREMENT.md), its version, and the counted attempt's rows."""
 
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-__all__ = ["PHASES", "RECORD_SCHEMA", "SCHEMA_VERSION", "STATUSES", "TOKEN_COUNT_SOURCES"]
+__all__ = [
+    "PHASES",
+    "RECORD_SCHEMA",
+    "SCHEMA_VERSION",
+    "SERVER_METRICS_SCHEMA",
+    "STATUSES",
+    "TOKEN_COUNT_SOURCES",
+    "select_attempt",
+]
 
-SCHEMA_VERSION = "1"
+# 2: `attempt` column (each execution of a step is an attempt; a step's marker names the one that counts).
+SCHEMA_VERSION = "2"
 
 STATUSES = ("ok", "http_error", "timeout", "disconnect", "protocol_error", "cancelled")
 PHASES = ("warmup", "measure")
@@ -19,6 +29,8 @@ RECORD_SCHEMA = pa.schema(
         pa.field("run_id", pa.string(), nullable=False),
         pa.field("engine_id", pa.string(), nullable=False),
         pa.field("step_index", pa.int32(), nullable=False),
+        # null in parts written before schema version 2 (one attempt per step then)
+        pa.field("attempt", pa.int32()),
         pa.field("generator_id", pa.string(), nullable=False),
         pa.field("node_id", pa.string()),
         pa.field("request_id", pa.string(), nullable=False),
@@ -42,6 +54,32 @@ RECORD_SCHEMA = pa.schema(
         pa.field("error_message", pa.string()),
         pa.field("wall_offset_ns", pa.int64(), nullable=False),
         pa.field("prompt_fingerprint", pa.string()),
+        pa.field("requested_output_tokens", pa.int32()),
     ],
     metadata={b"raybench.schema_version": SCHEMA_VERSION.encode()},
 )
+
+# One row per (scrape, replica, metric): raybench's metric name (engines/metrics.py), the engine's own
+# name it came from, and the value; scraped_ns is the driver's wall clock (time.time_ns).
+SERVER_METRICS_SCHEMA = pa.schema(
+    [
+        pa.field("step_index", pa.int32(), nullable=False),
+        pa.field("replica", pa.string(), nullable=False),
+        pa.field("scraped_ns", pa.int64(), nullable=False),
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("value", pa.float64(), nullable=False),
+    ],
+    metadata={b"raybench.schema_version": SCHEMA_VERSION.encode()},
+)
+
+
+def select_attempt(table: pa.Table, attempt: int | None) -> pa.Table:
+    """The rows of `attempt` (a step's counted attempt, from its marker); every row when None.
+
+    Rows without an attempt (schema version 1) belong to attempt 0.
+    """
+    if attempt is None or "attempt" not in table.column_names:
+        return table
+    column = pc.fill_null(table.column("attempt"), 0)
+    return table.filter(pc.equal(column, attempt))

@@ -5,42 +5,52 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from raybench.environment import aws_region, s3_endpoint_url
 from raybench.errors import StorageError
 from raybench.results.schema import SCHEMA_VERSION
 
 __all__ = ["ResultStore"]
 
+T = TypeVar("T")
+_RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)  # about 16 s of patience for a throttled or flapping store
+
 
 class ResultStore:
     """A folder of results. Files are written whole under unique names; nothing is appended in place.
 
-    Picklable (only the URI travels), so Ray actors write to the same store as the driver.
+    Picklable (URI and endpoint travel, never credentials: those come from each node's environment), so
+    Ray actors write to the same store as the driver.
     """
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, endpoint_url: str | None = None, region: str | None = None) -> None:
         self.uri = _normalize(uri)
+        self.endpoint_url = endpoint_url
+        self.region = region
         try:
-            self._fs, self._root = pafs.FileSystem.from_uri(self.uri)
-        except (pa.ArrowInvalid, OSError) as exc:
+            self._fs, self._root = _open(self.uri, endpoint_url, region)
+        except (pa.ArrowInvalid, OSError, ValueError) as exc:
             raise StorageError(
                 f"cannot open result store {uri!r}: {exc}; give a local path, s3:// or gs:// URI"
             ) from None
         self._local = isinstance(self._fs, pafs.LocalFileSystem)
 
-    def __reduce__(self) -> tuple[type[ResultStore], tuple[str]]:
-        return (ResultStore, (self.uri,))
+    def __reduce__(self) -> tuple[type[ResultStore], tuple[str, str | None, str | None]]:
+        return (ResultStore, (self.uri, self.endpoint_url, self.region))
 
     def child(self, relative: str) -> ResultStore:
         """The store rooted at `relative` below this one."""
-        return ResultStore(f"{self.uri.rstrip('/')}/{relative.strip('/')}")
+        return ResultStore(f"{self.uri.rstrip('/')}/{relative.strip('/')}", self.endpoint_url, self.region)
 
     def path(self, relative: str) -> str:
         """Filesystem path of `relative` (for pyarrow readers)."""
@@ -50,22 +60,36 @@ class ResultStore:
     def filesystem(self) -> pafs.FileSystem:
         return self._fs
 
-    def write_bytes(self, relative: str, data: bytes) -> None:
-        """Write `data` whole: a temporary name then a rename locally, a single PUT on object stores."""
-        target = self.path(relative)
-        parent = target.rsplit("/", 1)[0]
+    def preflight(self) -> None:
+        """Write and delete a probe now, so a bad bucket, credentials or path fails in seconds, not hours."""
+        probe = f".raybench-probe-{uuid.uuid4().hex}"
         try:
-            self._fs.create_dir(parent, recursive=True)
-            if not self._local:
-                with self._fs.open_output_stream(target) as stream:
-                    stream.write(data)
-                return
-            temp = f"{parent}/.tmp-{uuid.uuid4().hex}"
-            with self._fs.open_output_stream(temp) as stream:
-                stream.write(data)
-            self._fs.move(temp, target)
+            self._fs.create_dir(self._root, recursive=True)
+            with self._fs.open_output_stream(self.path(probe)) as stream:
+                stream.write(b"probe")
+            self._fs.delete_file(self.path(probe))
         except OSError as exc:
-            raise StorageError(f"cannot write {self.uri}/{relative}: {exc}") from None
+            raise StorageError(f"results location {self.uri} is not writable: {_explain(exc)}") from None
+
+    def write_bytes(self, relative: str, data: bytes) -> None:
+        """Write `data` whole: a temporary name then a rename locally, a single PUT on object stores.
+
+        Transient failures (throttling, 5xx, dropped connections) are retried with backoff.
+        """
+        target = self.path(relative)
+        _retry(lambda: self._write_once(target, data), f"{self.uri}/{relative}")
+
+    def _write_once(self, target: str, data: bytes) -> None:
+        parent = target.rsplit("/", 1)[0]
+        self._fs.create_dir(parent, recursive=True)
+        if not self._local:
+            with self._fs.open_output_stream(target) as stream:
+                stream.write(data)
+            return
+        temp = f"{parent}/.tmp-{uuid.uuid4().hex}"
+        with self._fs.open_output_stream(temp) as stream:
+            stream.write(data)
+        self._fs.move(temp, target)
 
     def write_text(self, relative: str, text: str) -> None:
         self.write_bytes(relative, text.encode("utf-8"))
@@ -82,12 +106,12 @@ class ResultStore:
         self.write_bytes(relative, sink.getvalue())
 
     def read_bytes(self, relative: str) -> bytes:
-        try:
+        def read() -> bytes:
             with self._fs.open_input_stream(self.path(relative)) as stream:
                 data: bytes = stream.read()
                 return data
-        except (OSError, FileNotFoundError) as exc:
-            raise StorageError(f"cannot read {self.uri}/{relative}: {exc}") from None
+
+        return _retry(read, f"{self.uri}/{relative}")
 
     def read_json(self, relative: str) -> Any:
         return json.loads(self.read_bytes(relative))
@@ -115,3 +139,53 @@ def _normalize(uri: str) -> str:
     if "://" in uri:
         return uri
     return "file://" + os.path.abspath(os.path.expanduser(uri))
+
+
+def _open(uri: str, endpoint_url: str | None, region: str | None) -> tuple[pafs.FileSystem, str]:
+    parsed = urlparse(uri)
+    if parsed.scheme != "s3":
+        fs, root = pafs.FileSystem.from_uri(uri)
+        return fs, root
+    endpoint = endpoint_url or s3_endpoint_url()
+    options: dict[str, Any] = {"region": region or aws_region() or "us-east-1"}
+    if endpoint:
+        target = urlparse(endpoint)
+        options["endpoint_override"] = target.netloc or target.path
+        options["scheme"] = target.scheme or "https"
+    options["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=3)
+    options["connect_timeout"] = 5
+    options["request_timeout"] = 30
+    return pafs.S3FileSystem(**options), f"{parsed.netloc}{parsed.path}".rstrip("/")
+
+
+def _transient(exc: OSError) -> bool:
+    text = str(exc).lower()
+    markers = ("throttl", "slowdown", "slow down", "503", "500", "internal", "timeout", "timed out",
+               "connection", "reset", "temporar", "unavailable")  # fmt: skip
+    return any(m in text for m in markers)
+
+
+def _retry(action: Callable[[], T], what: str) -> T:
+    for delay in (*_RETRY_DELAYS_S, None):
+        try:
+            return action()
+        except FileNotFoundError as exc:
+            raise StorageError(f"{what}: not found ({exc})") from None
+        except OSError as exc:
+            if delay is None or not _transient(exc):
+                raise StorageError(f"{what}: {_explain(exc)}") from None
+            time.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def _explain(exc: OSError) -> str:
+    """The storage error, with what to do about the usual causes."""
+    text = str(exc)
+    low = text.lower()
+    if "nosuchbucket" in low or ("does not exist" in low and "bucket" in low):
+        return f"{text} — the bucket does not exist; create it or fix the URI"
+    if "accessdenied" in low or "access denied" in low or "forbidden" in low or "invalidaccesskeyid" in low:
+        return f"{text} — check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) and the bucket policy"
+    if "permission denied" in low or "read-only" in low:
+        return f"{text} — the path is not writable; choose another --output"
+    return text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from typing import Any
@@ -37,6 +38,7 @@ class RecordWriter:
         self._last_flush = time.monotonic()
         self._parts = 0
         self._pending: list[asyncio.Future[None]] = []
+        self._ticker: asyncio.Task[None] | None = None
         self.rows_written = 0
 
     @property
@@ -46,11 +48,30 @@ class RecordWriter:
 
     def add(self, row: dict[str, Any]) -> None:
         self._rows.append(row)
-        if len(self._rows) >= self._flush_rows or time.monotonic() - self._last_flush >= self._flush_interval_s:
-            self._pending.append(asyncio.ensure_future(asyncio.to_thread(self._write, self._take())))
+        if self._ticker is None:  # started on the first row: the writer is built outside the loop
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        if len(self._rows) >= self._flush_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        self._pending.append(asyncio.ensure_future(asyncio.to_thread(self._write, self._take())))
+
+    async def _tick(self) -> None:
+        """Flush every `flush_interval_s` even when no request finishes (rows never wait longer)."""
+        while True:
+            await asyncio.sleep(max(self._last_flush + self._flush_interval_s - time.monotonic(), 0.0))
+            if self._rows and time.monotonic() - self._last_flush >= self._flush_interval_s:
+                self._flush()
+            elif not self._rows:
+                self._last_flush = time.monotonic()
 
     async def close(self) -> int:
         """Flush what is left and wait for every part to be stored; returns the rows stored."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
         if self._rows:
             self._pending.append(asyncio.ensure_future(asyncio.to_thread(self._write, self._take())))
         if self._pending:

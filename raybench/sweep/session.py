@@ -28,6 +28,7 @@ def ray_session(min_cpus: int, dashboard: bool = False) -> Iterator[str]:
             ray.shutdown()
         return
     ray.init(
+        address="local",  # a fresh instance, never a cluster some other `ray start` left on this machine
         _node_ip_address="127.0.0.1",
         include_dashboard=dashboard,
         dashboard_host="127.0.0.1",

@@ -6,7 +6,10 @@ from typing import Any
 
 from raybench.config.job import JobSpec
 
-__all__ = ["DEFINITIONS", "KNEE_KEYS", "build_summary"]
+__all__ = ["DEFINITIONS", "KNEE_KEYS", "SUMMARY_VERSION", "build_summary"]
+
+# Bump when a key changes meaning or disappears; docs/summary.schema.json describes this version.
+SUMMARY_VERSION = "1"
 
 KNEE_KEYS = ("concurrency", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "throughput_tok_s", "goodput_tok_s")
 
@@ -22,6 +25,11 @@ DEFINITIONS = {
     "knee": "the highest-load step that holds the SLO; defensible capacity = its goodput",
     "percentiles": "exact, over all generators' raw samples",
     "latency_population": "requests with status ok in the measure phase",
+    "goodput_pct": "goodput / throughput x 100",
+    "extend_past_knee": "past the knee, further steps run until goodput % falls below 50 %",
+    "validity": "client_saturated: loop-lag P99 or queue P99 above the job's validity thresholds; "
+    "error_rate_exceeded: error rate above max_error_rate; too_few_samples: fewer measured requests than "
+    "min_measured_requests; clock_uncertain: clock-offset uncertainty above max_clock_uncertainty_ms",
 }
 
 
@@ -59,4 +67,5 @@ def build_summary(
         "steps": steps,
         "definitions": {**DEFINITIONS, "token_count_source": token_count_source},
         "provenance": provenance,
+        "summary_version": SUMMARY_VERSION,
     }

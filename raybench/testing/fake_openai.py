@@ -1,148 +1,205 @@
-"""A loopback fake OpenAI server with scripted latency and faults, recording when it wrote each chunk."""
+"""A loopback fake OpenAI server with scripted latency, stalls and faults, recording when it wrote each chunk.
+
+In-process: `async with FakeOpenAIServer(Script(...)) as fake:`. As its own process (benchmarks):
+`python -m raybench.testing.fake_openai --port 0` prints its port, and `/_fake/script`, `/_fake/stall`,
+`/_fake/reset`, `/_fake/truth` set the script, freeze it, and read back the ground truth.
+"""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import json
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-from aiohttp import web
+from raybench.testing.fake_http import HttpRequest, Responder, serve
+from raybench.testing.fake_stream import ChunkEncoder, Script, WrittenStream, error_event, prompt_tokens
 
-__all__ = ["FakeOpenAIServer", "Script", "WrittenStream"]
+__all__ = ["FakeOpenAIServer", "Script", "WrittenStream", "main"]
 
-
-@dataclass(frozen=True)
-class Script:
-    """How the fake answers every request."""
-
-    ttft_ms: float = 10.0
-    itl_ms: float = 2.0
-    tokens: int | None = None  # default: the request's max_tokens
-    tokens_per_chunk: int = 1
-    http_status: int = 200
-    reset_after_chunks: int | None = None  # close the connection mid-stream
-    malformed_after_chunks: int | None = None  # send a non-JSON event
-    error_event_after_chunks: int | None = None  # send an OpenAI error object mid-stream
-    send_done: bool = True
-    include_usage: bool = True
-    role_chunk: bool = True
-
-
-@dataclass
-class WrittenStream:
-    """Ground truth: when the server wrote each token chunk (perf_counter_ns) and how many tokens."""
-
-    request: dict[str, Any]
-    chunk_ns: list[int] = field(default_factory=list)
-    chunk_tokens: list[int] = field(default_factory=list)
+ScriptFor = Callable[[int, dict[str, Any]], Script]
 
 
 class FakeOpenAIServer:
-    """`async with FakeOpenAIServer(Script(...)) as fake:` then send to `fake.base_url`."""
+    """Answers every request by its script (`script_for(request number, body)` when given, else `script`)."""
 
-    def __init__(self, script: Script | None = None, model: str = "fake-model", host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        script: Script | None = None,
+        model: str = "fake-model",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        script_for: ScriptFor | None = None,
+    ) -> None:
         self.script = script or Script()
+        self.script_for = script_for
         self.model = model
         self.host = host
+        self.port = port
         self.streams: list[WrittenStream] = []
-        self._runner: web.AppRunner | None = None
-        self.port = 0
+        self._stalls: list[tuple[int, int]] = []
+        self._server: asyncio.Server | None = None
+        self._live: set[asyncio.Transport] = set()
 
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    def stall(self, duration_ms: float, after_ms: float = 0.0) -> None:
+        """Freeze every stream: no chunk is written between now + after_ms and the end of the stall."""
+        start = time.perf_counter_ns() + int(after_ms * 1e6)
+        self._stalls.append((start, start + int(duration_ms * 1e6)))
+
+    def reset(self) -> None:
+        """Forget the ground truth and the stalls (between benchmark runs)."""
+        self.streams = []
+        self._stalls = []
+
     async def __aenter__(self) -> FakeOpenAIServer:
-        app = web.Application()
-        app.router.add_get("/health", self._health)
-        app.router.add_get("/v1/models", self._models)
-        app.router.add_post("/v1/completions", self._complete)
-        app.router.add_post("/v1/chat/completions", self._complete)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        self._server = await serve(self._handle, self.host, self.port, self._live)
+        self.port = int(self._server.sockets[0].getsockname()[1])
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        if self._server is not None:
+            self._server.close()
+            for transport in list(self._live):
+                transport.abort()
+            await self._server.wait_closed()
 
-    async def _health(self, _request: web.Request) -> web.Response:
-        return web.Response(text="ok")
+    async def _handle(self, request: HttpRequest, out: Responder) -> None:
+        route = (request.method, request.path)
+        if route in (("POST", "/v1/completions"), ("POST", "/v1/chat/completions")):
+            await self._complete(request, out)
+        elif route == ("GET", "/health"):
+            out.send_json("ok")
+        elif route == ("GET", "/v1/models"):
+            out.send_json({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+        else:
+            self._control(route, request, out)
 
-    async def _models(self, _request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+    def _control(self, route: tuple[str, str], request: HttpRequest, out: Responder) -> None:
+        if route == ("POST", "/_fake/script"):
+            self.script = Script.from_dict(request.json())
+        elif route == ("POST", "/_fake/stall"):
+            body = request.json()
+            self.stall(float(body["duration_ms"]), float(body.get("after_ms", 0.0)))
+        elif route == ("POST", "/_fake/reset"):
+            self.reset()
+        elif route == ("GET", "/_fake/truth"):
+            out.send_json({"streams": [s.to_dict() for s in self.streams]})
+            return
+        else:
+            out.send_json({"error": {"message": f"no route {route[0]} {route[1]}"}}, status=404)
+            return
+        out.send_json({"ok": True})
 
-    async def _complete(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        s = self.script
-        if s.http_status != 200:
-            error = {"error": {"message": "scripted failure", "type": "server_error", "code": s.http_status}}
-            return web.json_response(error, status=s.http_status)
-        chat = request.path.endswith("/chat/completions")
-        written = WrittenStream(request=body)
+    async def _complete(self, request: HttpRequest, out: Responder) -> None:
+        body = request.json()
+        script = self.script_for(len(self.streams), body) if self.script_for is not None else self.script
+        written = WrittenStream(request=body, received_ns=request.received_ns)
         self.streams.append(written)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        total = int(s.tokens or body.get("max_tokens", 16))
-        await self._stream(response, written, chat, total, request.transport)
-        return response
+        if script.http_status != 200:
+            written.status, written.done_ns = "http_error", time.perf_counter_ns()
+            error = {"error": {"message": "scripted failure", "type": "server_error", "code": script.http_status}}
+            out.send_json(error, status=script.http_status)
+            return
+        out.start_stream()
+        options = body.get("stream_options") or {}
+        chat = request.path.endswith("/chat/completions")
+        encoder = ChunkEncoder(self.model, chat, bool(options.get("continuous_usage_stats")))
+        try:
+            if await self._stream(out, written, encoder, script):
+                out.end()
+        finally:
+            written.done_ns = time.perf_counter_ns()
 
-    async def _stream(
-        self,
-        response: web.StreamResponse,
-        written: WrittenStream,
-        chat: bool,
-        total: int,
-        transport: asyncio.BaseTransport | None,
-    ) -> None:
-        s = self.script
-        start = time.perf_counter_ns()
-        if chat and s.role_chunk:
-            await _send(response, _chunk(self.model, chat, None, role=True))
-        sent, index = 0, 0
+    def _release_ns(self, target_ns: int) -> int:
+        for start, end in self._stalls:
+            if start <= target_ns < end:
+                target_ns = end
+        return target_ns
+
+    async def _stream(self, out: Responder, written: WrittenStream, encoder: ChunkEncoder, s: Script) -> bool:
+        """Write the scripted stream; False when it ended abnormally (reset, error event, client gone)."""
+        body = written.request
+        total = int(s.tokens or body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        n_prompt = prompt_tokens(written.request)
+        if encoder.chat and s.role_chunk:
+            out.chunk(encoder.role_chunk())
+        sent, index, shift_ns = 0, 0, 0
         while sent < total:
-            if index == s.reset_after_chunks:
-                if isinstance(transport, asyncio.Transport):
-                    transport.abort()
-                return
-            if index == s.malformed_after_chunks:
-                await response.write(b"data: {not json\n\n")
-            if index == s.error_event_after_chunks:
-                await _send(response, {"error": {"message": "scripted mid-stream error", "code": 500}})
-                return
-            target = start + int((s.ttft_ms + index * s.itl_ms) * 1e6)  # absolute: no drift
-            await asyncio.sleep(max(target - time.perf_counter_ns(), 0) / 1e9)
+            if _fault(out, written, s, index):
+                return False
+            if index == s.stall_after_chunks:
+                shift_ns = int(s.stall_ms * 1e6)  # the rest of the stream comes that much later
+            target = self._release_ns(written.received_ns + shift_ns + int((s.ttft_ms + index * s.itl_ms) * 1e6))
+            delay_ns = target - time.perf_counter_ns()
+            if delay_ns > 0:
+                await asyncio.sleep(delay_ns / 1e9)
+            if out.closed:
+                written.status = "client_gone"
+                return False
             n = min(s.tokens_per_chunk, total - sent)
             sent += n
-            finish = "length" if sent >= total else None
+            data = encoder.token_chunk(n, sent >= total, sent, n_prompt)
+            if s.keepalive_comments:
+                data = b": keep-alive\n\n" + data
             written.chunk_ns.append(time.perf_counter_ns())
             written.chunk_tokens.append(n)
-            await _send(response, _chunk(self.model, chat, "x" * n, finish=finish))
+            out.chunk(data)
             index += 1
         if s.include_usage:
-            usage = {"prompt_tokens": 7, "completion_tokens": total, "total_tokens": total + 7}
-            await _send(response, {"id": "c", "object": "x", "model": self.model, "choices": [], "usage": usage})
+            out.chunk(encoder.usage_chunk(n_prompt, total))
         if s.send_done:
-            await response.write(b"data: [DONE]\n\n")
+            out.chunk(b"data: [DONE]\n\n")
+        return True
 
 
-async def _send(response: web.StreamResponse, payload: dict[str, Any]) -> None:
-    await response.write(b"data: " + json.dumps(payload).encode() + b"\n\n")
+def _fault(out: Responder, written: WrittenStream, s: Script, index: int) -> bool:
+    """Inject the scripted fault due before chunk `index`; True when the stream must end here."""
+    if index == s.reset_after_chunks:
+        written.status = "disconnect"
+        out.abort()
+        return True
+    if index == s.malformed_after_chunks:
+        written.status = "protocol_error"
+        out.chunk(b"data: {not json\n\n")
+    if index == s.error_event_after_chunks:
+        written.status = "http_error"
+        out.chunk(error_event("scripted mid-stream error"))
+        return True
+    return False
 
 
-def _chunk(model: str, chat: bool, text: str | None, role: bool = False, finish: str | None = None) -> dict[str, Any]:
-    if chat:
-        delta: dict[str, Any] = {"role": "assistant", "content": ""} if role else {"content": text}
-        choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish}
-        return {"id": "c", "object": "chat.completion.chunk", "model": model, "choices": [choice]}
-    return {
-        "id": "c",
-        "object": "text_completion",
-        "model": model,
-        "choices": [{"index": 0, "text": text, "finish_reason": finish}],
-    }
+async def _serve(args: argparse.Namespace) -> None:
+    script = Script(ttft_ms=args.ttft_ms, itl_ms=args.itl_ms, tokens_per_chunk=args.tokens_per_chunk)
+    async with FakeOpenAIServer(script, model=args.model, host=args.host, port=args.port) as fake:
+        print(fake.port, flush=True)
+        await asyncio.Event().wait()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the fake as a process (its own CPU, its own loop): prints the port, serves until killed."""
+    parser = argparse.ArgumentParser(prog="python -m raybench.testing.fake_openai", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--ttft-ms", type=float, default=100.0)
+    parser.add_argument("--itl-ms", type=float, default=10.0)
+    parser.add_argument("--tokens-per-chunk", type=int, default=1)
+    args = parser.parse_args(argv)
+    from raybench.loadgen.loop_thread import new_event_loop
+
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(_serve(args))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        loop.close()
+
+
+if __name__ == "__main__":
+    main()

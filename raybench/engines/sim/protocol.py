@@ -1,8 +1,9 @@
 """OpenAI wire format of the simulated engine: request parsing, response bodies and SSE chunks.
 
-Token accounting (document for users of the sim): a prompt's token count is its number of
-whitespace-separated words; a chat request counts the words of all messages' text content
-joined, with no chat-template overhead. A prompt given as token ids counts one per id.
+Token accounting (document for users of the sim): a prompt's tokens are its whitespace-separated
+words; a chat request's are the words of all messages' text content joined, with no
+chat-template overhead. A prompt given as token ids is those ids. The prefix cache hashes
+exactly these tokens, and `usage.prompt_tokens_details.cached_tokens` reports its hits.
 Output is exactly `max_tokens` tokens, token i being the text f"t{i} "; the sim never stops
 early, so `ignore_eos` and `min_tokens` are accepted and validated but change nothing.
 """
@@ -52,11 +53,15 @@ class ParsedRequest:
     """What the scheduler and the response writer need from one completions or chat request."""
 
     chat: bool
-    prompt_tokens: int
+    prompt: tuple[str | int, ...]
     max_tokens: int
     stream: bool
     include_usage: bool
     continuous_usage: bool
+
+    @property
+    def prompt_tokens(self) -> int:
+        return len(self.prompt)
 
 
 def token_text(index: int) -> str:
@@ -72,7 +77,7 @@ def parse_completion(body: object, served_model: str) -> ParsedRequest:
     obj = _check_common(body, served_model)
     if "prompt" not in obj:
         raise RequestError(400, "'prompt' is required: a string, a list of token ids, or a 1-item list")
-    return _parsed(obj, chat=False, prompt_tokens=_count_prompt(obj["prompt"]), max_tokens_key="max_tokens")
+    return _parsed(obj, chat=False, prompt=_prompt_tokens(obj["prompt"]), max_tokens_key="max_tokens")
 
 
 def parse_chat(body: object, served_model: str) -> ParsedRequest:
@@ -81,7 +86,7 @@ def parse_chat(body: object, served_model: str) -> ParsedRequest:
     if "messages" not in obj:
         raise RequestError(400, "'messages' is required: a list of {'role': ..., 'content': ...}")
     key = "max_completion_tokens" if obj.get("max_completion_tokens") is not None else "max_tokens"
-    return _parsed(obj, chat=True, prompt_tokens=_count_messages(obj["messages"]), max_tokens_key=key)
+    return _parsed(obj, chat=True, prompt=_message_tokens(obj["messages"]), max_tokens_key=key)
 
 
 def _check_common(body: object, served_model: str) -> JsonObject:
@@ -96,7 +101,7 @@ def _check_common(body: object, served_model: str) -> JsonObject:
     return body
 
 
-def _parsed(obj: JsonObject, *, chat: bool, prompt_tokens: int, max_tokens_key: str) -> ParsedRequest:
+def _parsed(obj: JsonObject, *, chat: bool, prompt: tuple[str | int, ...], max_tokens_key: str) -> ParsedRequest:
     max_tokens = _int_field(obj, max_tokens_key, DEFAULT_MAX_TOKENS, minimum=1)
     min_tokens = _int_field(obj, "min_tokens", 0, minimum=0)
     if min_tokens > max_tokens:
@@ -111,7 +116,7 @@ def _parsed(obj: JsonObject, *, chat: bool, prompt_tokens: int, max_tokens_key: 
     include_usage = _bool_field(options or {}, "include_usage")
     # Like vLLM: per-chunk usage only when the final usage chunk is asked for too.
     continuous = include_usage and _bool_field(options or {}, "continuous_usage_stats")
-    return ParsedRequest(chat, prompt_tokens, max_tokens, stream, include_usage, continuous)
+    return ParsedRequest(chat, prompt, max_tokens, stream, include_usage, continuous)
 
 
 def _int_field(obj: JsonObject, key: str, default: int, *, minimum: int) -> int:
@@ -136,19 +141,19 @@ def _is_token_ids(value: object) -> TypeGuard[list[int]]:
     return isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in value)
 
 
-def _count_prompt(prompt: object) -> int:
+def _prompt_tokens(prompt: object) -> tuple[str | int, ...]:
     if isinstance(prompt, str):
-        return len(prompt.split())
+        return tuple(prompt.split())
     if _is_token_ids(prompt):
-        return len(prompt)
+        return tuple(prompt)
     if isinstance(prompt, list) and len(prompt) == 1:
-        return _count_prompt(prompt[0])
+        return _prompt_tokens(prompt[0])
     raise RequestError(
         400, "'prompt' must be a string, a list of token ids, or a list of one of those (batches unsupported)"
     )
 
 
-def _count_messages(messages: object) -> int:
+def _message_tokens(messages: object) -> tuple[str | int, ...]:
     if not isinstance(messages, list) or not messages:
         raise RequestError(400, "'messages' must be a non-empty list of {'role': ..., 'content': ...}")
     texts: list[str] = []
@@ -156,7 +161,7 @@ def _count_messages(messages: object) -> int:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise RequestError(400, "each message must be an object with a string 'role'")
         texts.extend(_message_texts(message.get("content")))
-    return len(" ".join(texts).split())
+    return tuple(" ".join(texts).split())
 
 
 def _message_texts(content: object) -> list[str]:
@@ -180,12 +185,13 @@ class ChunkBuilder:
         self._id = f"{prefix}-{uuid.uuid4().hex}"
         self._created = int(time.time())
 
-    def usage(self, completion_tokens: int) -> JsonObject:
+    def usage(self, completion_tokens: int, cached_tokens: int = 0) -> JsonObject:
         prompt_tokens = self._request.prompt_tokens
         return {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached_tokens},
         }
 
     def role_chunk(self) -> JsonObject:
@@ -209,10 +215,10 @@ class ChunkBuilder:
         choice.update(logprobs=None, finish_reason=finish_reason)
         return self._chunk(choice, completion_tokens=index + 1)
 
-    def usage_chunk(self, completion_tokens: int) -> JsonObject:
-        return {**self._header(), "choices": [], "usage": self.usage(completion_tokens)}
+    def usage_chunk(self, completion_tokens: int, cached_tokens: int = 0) -> JsonObject:
+        return {**self._header(), "choices": [], "usage": self.usage(completion_tokens, cached_tokens)}
 
-    def full_response(self, completion_tokens: int) -> JsonObject:
+    def full_response(self, completion_tokens: int, cached_tokens: int = 0) -> JsonObject:
         text = "".join(token_text(i) for i in range(completion_tokens))
         if self._request.chat:
             choice: JsonObject = {"index": 0, "message": {"role": "assistant", "content": text}}
@@ -220,7 +226,7 @@ class ChunkBuilder:
             choice = {"index": 0, "text": text}
         choice.update(logprobs=None, finish_reason="length")
         obj = "chat.completion" if self._request.chat else "text_completion"
-        return {**self._header(obj), "choices": [choice], "usage": self.usage(completion_tokens)}
+        return {**self._header(obj), "choices": [choice], "usage": self.usage(completion_tokens, cached_tokens)}
 
     def _header(self, obj: str | None = None) -> JsonObject:
         if obj is None:

@@ -1,24 +1,25 @@
-"""Continuous-batching scheduler of the simulated engine: admission, iteration timing, token events.
+"""The simulated engine's iteration loop in time: runs the `EngineCore`, delivers token events.
 
-One background task runs iterations back to back while there is work, and sleeps on an
-event when there is none. Each iteration admits waiting requests FIFO while fewer than
-`max_num_seqs` run; the admitted ones are prefilled in that iteration and, like every other
-running request, emit one token when it ends. Iteration durations come from a `CostModel`;
-iteration ends are absolute instants on the scheduler's clock, so sleep error never accumulates.
+One background task runs iterations back to back while there is work, and sleeps on an event
+when there is none. Each iteration the core picks the batch (admission, chunked prefill, KV
+blocks, preemption), the `CostModel` gives its duration, and when it ends every sampled token is
+delivered to its request's stream. Iteration ends are absolute instants on the scheduler's
+clock, so sleep error never accumulates; `time_scale` divides every duration.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import math
-from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol
 
+from raybench.engines.sim.core import CoreStats, EngineCore, SeqState, Sequence_
 from raybench.engines.sim.cost import CostModel
+from raybench.engines.sim.kvcache import Token
 from raybench.errors import EngineError
 
 __all__ = ["Clock", "LoopClock", "Scheduler", "SchedulerStats", "TokenEvent", "TokenStream"]
@@ -67,58 +68,36 @@ class TokenEvent:
     emitted_ns: int
 
 
-@dataclass(frozen=True)
-class SchedulerStats:
-    """A snapshot of the scheduler's gauges and counters (counters start at 0 and only grow)."""
-
-    running: int
-    waiting: int
-    prompt_tokens_total: int
-    generation_tokens_total: int
-    iterations: int
-    requests_finished: int
-    requests_cancelled: int
+SchedulerStats = CoreStats
 
 
-class _State(enum.Enum):
-    WAITING = "waiting"
-    RUNNING = "running"
-    FINISHED = "finished"
-    CANCELLED = "cancelled"
-    FAILED = "failed"
-
-
-@dataclass(eq=False)
-class _Request:
-    prompt_tokens: int
-    max_tokens: int
-    events: asyncio.Queue[TokenEvent | BaseException] = field(default_factory=asyncio.Queue)
-    generated_tokens: int = 0
-    state: _State = _State.WAITING
+Item = TokenEvent | BaseException
 
 
 class TokenStream:
     """One request's token events, in order. Leaving `async with` (or `cancel()`) frees its slot.
 
-    Iterating raises `EngineError` if the scheduler closes or fails before the last token.
+    Iterating raises `EngineError` if the engine closes or fails before the last token.
     """
 
-    def __init__(self, scheduler: Scheduler, request: _Request) -> None:
-        self._scheduler = scheduler
-        self._request = request
+    def __init__(self, events: asyncio.Queue[Item], cancel: Callable[[], None], seq: Sequence_) -> None:
+        self._events = events
+        self._cancel = cancel
+        self.seq = seq  # the sequence whose prefill served the prompt
         self._exhausted = False
 
     @property
     def prompt_tokens(self) -> int:
-        return self._request.prompt_tokens
+        return self.seq.prompt_len
 
     @property
-    def max_tokens(self) -> int:
-        return self._request.max_tokens
+    def cached_tokens(self) -> int:
+        """Prompt tokens served from the prefix cache (known once the request was admitted)."""
+        return self.seq.cached_tokens
 
     def cancel(self) -> None:
         """Remove the request from the queue or the batch; a no-op once it finished."""
-        self._scheduler._cancel(self._request)
+        self._cancel()
 
     def __aiter__(self) -> TokenStream:
         return self
@@ -126,7 +105,7 @@ class TokenStream:
     async def __anext__(self) -> TokenEvent:
         if self._exhausted:
             raise StopAsyncIteration
-        item = await self._request.events.get()
+        item = await self._events.get()
         if isinstance(item, BaseException):
             self._exhausted = True
             raise item
@@ -146,28 +125,27 @@ class TokenStream:
 
 
 class Scheduler:
-    """The iteration loop. `start()` (or `async with`) inside a running loop; `submit()` per request."""
+    """The iteration loop of one engine instance. `start()` (or `async with`) inside a running loop."""
 
-    def __init__(self, cost_model: CostModel, max_num_seqs: int, clock: Clock | None = None) -> None:
-        if max_num_seqs < 1:
-            raise ValueError(f"max_num_seqs must be >= 1, got {max_num_seqs}")
+    def __init__(
+        self, core: EngineCore, cost_model: CostModel, *, clock: Clock | None = None, time_scale: float = 1.0
+    ) -> None:
+        if not (time_scale > 0 and math.isfinite(time_scale)):
+            raise ValueError(f"time_scale must be > 0, got {time_scale!r}")
+        self.core = core
         self._cost_model = cost_model
-        self._max_num_seqs = max_num_seqs
+        self._time_scale = time_scale
         self._clock: Clock = clock if clock is not None else LoopClock()
-        self._waiting: deque[_Request] = deque()
-        self._running: list[_Request] = []
+        self._queues: dict[Sequence_, asyncio.Queue[Item]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed_error: EngineError | None = None
-        self._prompt_tokens_total = 0
-        self._generation_tokens_total = 0
-        self._iterations = 0
-        self._requests_finished = 0
-        self._requests_cancelled = 0
+        self.busy_ns = 0  # simulated time spent in iterations
+        self.late_ns = 0  # how late iteration ends were delivered: grows if the simulator lacks CPU
 
     @property
-    def max_num_seqs(self) -> int:
-        return self._max_num_seqs
+    def clock(self) -> Clock:
+        return self._clock
 
     def start(self) -> None:
         if self._task is not None:
@@ -199,99 +177,71 @@ class Scheduler:
     ) -> None:
         await self.aclose()
 
-    def submit(self, prompt_tokens: int, max_tokens: int) -> TokenStream:
-        """Queue a request; its stream yields exactly `max_tokens` events unless cancelled."""
-        if prompt_tokens < 0:
-            raise ValueError(f"prompt_tokens must be >= 0, got {prompt_tokens}")
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    def submit(self, prompt: Sequence[Token] | int, max_tokens: int, *, precomputed: bool = False) -> TokenStream:
+        """Queue a request (its prompt tokens, or just their count); its stream yields `max_tokens` events.
+
+        `precomputed`: the prompt's KV arrives with the request (the decode side of disaggregation);
+        its first event then has index 1, the prefill side having produced token 0.
+        """
         if self._closed_error is not None:
             raise self._closed_error
-        request = _Request(prompt_tokens=prompt_tokens, max_tokens=max_tokens)
-        self._waiting.append(request)
+        seq = self.core.new_sequence(prompt, max_tokens, precomputed=precomputed)
+        if precomputed:
+            seq.generated = 1
+        queue: asyncio.Queue[Item] = asyncio.Queue()
+        self._queues[seq] = queue
+        self.core.add(seq)
         self._wake.set()
-        return TokenStream(self, request)
+        return TokenStream(queue, lambda: self._cancel(seq), seq)
 
-    def stats(self) -> SchedulerStats:
-        return SchedulerStats(
-            running=len(self._running),
-            waiting=len(self._waiting),
-            prompt_tokens_total=self._prompt_tokens_total,
-            generation_tokens_total=self._generation_tokens_total,
-            iterations=self._iterations,
-            requests_finished=self._requests_finished,
-            requests_cancelled=self._requests_cancelled,
-        )
+    def stats(self) -> CoreStats:
+        return self.core.stats()
 
-    def _cancel(self, request: _Request) -> None:
-        if request.state is _State.WAITING:
-            self._waiting.remove(request)
-        elif request.state is _State.RUNNING:
-            self._running.remove(request)
-        else:
-            return
-        request.state = _State.CANCELLED
-        self._requests_cancelled += 1
+    def _cancel(self, seq: Sequence_) -> None:
+        self._queues.pop(seq, None)
+        self.core.cancel(seq)
 
     async def _run(self) -> None:
         try:
             deadline_ns = self._clock.now_ns()
             while True:
-                if not self._running and not self._waiting:
+                if not self.core.has_work:
                     await self._wait_for_work()
                     deadline_ns = self._clock.now_ns()
                     continue
                 # Absolute deadlines: being late shortens the next wait, never shifts the timeline.
-                deadline_ns = max(deadline_ns + self._start_iteration(), self._clock.now_ns())
+                duration_ns = self._plan_iteration()
+                self.busy_ns += duration_ns
+                deadline_ns = max(deadline_ns + duration_ns, self._clock.now_ns())
                 await self._clock.sleep_until_ns(deadline_ns)
-                self._end_iteration(deadline_ns)
+                self.late_ns += max(self._clock.now_ns() - deadline_ns, 0)
+                self._deliver(deadline_ns)
         except Exception as exc:
             _log.exception("scheduler loop failed; failing every queued and running request")
             self._closed_error = EngineError(f"the simulated engine's scheduler failed: {exc!r}")
             self._fail_all(self._closed_error)
 
     async def _wait_for_work(self) -> None:
-        while not self._running and not self._waiting:
+        while not self.core.has_work:
             self._wake.clear()
             await self._wake.wait()
 
-    def _start_iteration(self) -> int:
-        """Admit waiting requests FIFO, then return this iteration's duration in nanoseconds."""
-        admitted = 0
-        prefill_tokens = 0
-        while self._waiting and len(self._running) < self._max_num_seqs:
-            request = self._waiting.popleft()
-            request.state = _State.RUNNING
-            self._running.append(request)
-            admitted += 1
-            prefill_tokens += request.prompt_tokens
-        self._prompt_tokens_total += prefill_tokens
-        context_tokens = sum(r.prompt_tokens + r.generated_tokens for r in self._running)
-        duration_s = self._cost_model.iteration_time_s(prefill_tokens, len(self._running) - admitted, context_tokens)
+    def _plan_iteration(self) -> int:
+        """Let the core choose the batch; this iteration's (scaled) duration in nanoseconds."""
+        duration_s = self._cost_model.iteration_time_s(self.core.plan())
         if not (math.isfinite(duration_s) and duration_s >= 0.0):
             raise ValueError(f"cost model returned an invalid iteration time: {duration_s!r} s")
-        return round(duration_s * _NS_PER_S)
+        return round(duration_s / self._time_scale * _NS_PER_S)
 
-    def _end_iteration(self, end_ns: int) -> None:
-        """Every request still in the batch emits one token; finished ones leave the batch."""
-        self._iterations += 1
-        self._generation_tokens_total += len(self._running)
-        still_running: list[_Request] = []
-        for request in self._running:
-            index = request.generated_tokens
-            request.generated_tokens += 1
-            finished = request.generated_tokens >= request.max_tokens
-            request.events.put_nowait(TokenEvent(index=index, finished=finished, emitted_ns=end_ns))
-            if finished:
-                request.state = _State.FINISHED
-                self._requests_finished += 1
-            else:
-                still_running.append(request)
-        self._running = still_running
+    def _deliver(self, end_ns: int) -> None:
+        for seq, index, finished in self.core.complete():
+            queue = self._queues.pop(seq) if finished else self._queues.get(seq)
+            if queue is not None:
+                queue.put_nowait(TokenEvent(index=index, finished=finished, emitted_ns=end_ns))
 
     def _fail_all(self, error: EngineError) -> None:
-        for request in (*self._waiting, *self._running):
-            request.state = _State.FAILED
-            request.events.put_nowait(error)
-        self._waiting.clear()
-        self._running.clear()
+        for seq, queue in list(self._queues.items()):
+            if seq.state in (SeqState.WAITING, SeqState.RUNNING):
+                self.core.cancel(seq)
+            queue.put_nowait(error)
+        self._queues.clear()

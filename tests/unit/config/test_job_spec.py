@@ -148,4 +148,6 @@ def test_all_shipped_jobs_validate() -> None:
     jobs = sorted(Path(__file__).resolve().parents[3].joinpath("jobs").glob("*.yaml"))
     assert jobs, "jobs/ holds no job spec"
     for job in jobs:
+        if job.name.startswith("matrix"):
+            continue  # matrices: test_matrix.py expands them
         load_job(job)

@@ -18,9 +18,8 @@ from raybench.engines.sim import SCHEDULER_KEY, SimConfig, build_app, parse_args
 pytestmark = pytest.mark.timeout(15)
 
 MODEL = "sim-test"
-FAST = SimConfig(
-    model=MODEL, max_num_seqs=4, iteration_overhead_ms=1.0, decode_ms_per_seq=0.1, prefill_ms_per_token=0.0
-)
+# Llama-3.1-8B FP8 on one H100: about 4 ms per iteration.
+FAST = SimConfig(model=MODEL, model_preset="llama-3.1-8b", tp=1, max_num_seqs=4, block_size=2)
 
 Chunk = dict[str, Any]
 
@@ -96,7 +95,12 @@ async def test_streaming_chat_with_role_chunk_and_usage(client: TestClient[Any, 
     assert tokens[-1]["choices"][0]["finish_reason"] == "length"
     assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
     assert usage["choices"] == []
-    assert usage["usage"] == {"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7}
+    assert usage["usage"] == {
+        "prompt_tokens": 4,
+        "completion_tokens": 3,
+        "total_tokens": 7,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
 
 
 async def test_continuous_usage_stats_on_every_chunk(client: TestClient[Any, Any]) -> None:
@@ -113,7 +117,8 @@ async def test_non_streaming_completion_and_chat(client: TestClient[Any, Any]) -
     assert body["object"] == "text_completion"
     assert body["choices"][0]["text"] == "t0 t1 t2 t3 "
     assert body["choices"][0]["finish_reason"] == "length"
-    assert body["usage"] == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    assert body["usage"]["prompt_tokens"] == 3 and body["usage"]["completion_tokens"] == 4
+    assert body["usage"]["total_tokens"] == 7
 
     messages = [{"role": "user", "content": [{"type": "text", "text": "x y"}]}]
     response = await client.post("/v1/chat/completions", json={"messages": messages})
@@ -123,7 +128,7 @@ async def test_non_streaming_completion_and_chat(client: TestClient[Any, Any]) -
         "role": "assistant",
         "content": "".join(f"t{i} " for i in range(16)),
     }
-    assert body["usage"] == {"prompt_tokens": 2, "completion_tokens": 16, "total_tokens": 18}
+    assert body["usage"]["prompt_tokens"] == 2 and body["usage"]["completion_tokens"] == 16
 
 
 async def test_metrics_names_and_counts(client: TestClient[Any, Any]) -> None:
@@ -137,6 +142,11 @@ async def test_metrics_names_and_counts(client: TestClient[Any, Any]) -> None:
     expected = {
         "vllm:num_requests_running": 0,
         "vllm:num_requests_waiting": 0,
+        "vllm:kv_cache_usage_perc": 0,
+        "vllm:gpu_cache_usage_perc": 0,
+        "vllm:num_preemptions_total": 0,
+        "vllm:prefix_cache_queries_total": 5,
+        "vllm:prefix_cache_hits_total": 0,
         "vllm:prompt_tokens_total": 5,
         "vllm:generation_tokens_total": 7,
         "vllm:request_success_total": 2,
@@ -145,6 +155,8 @@ async def test_metrics_names_and_counts(client: TestClient[Any, Any]) -> None:
     for name in expected:
         assert f"# HELP {name} " in text
         assert f"# TYPE {name} " in text
+    assert float(samples["process_cpu_seconds_total"]) > 0
+    assert float(samples["raybench_sim_wakeup_late_seconds_total"]) >= 0
 
 
 @pytest.mark.parametrize(
@@ -206,7 +218,7 @@ async def test_disconnect_while_waiting_for_a_non_streaming_response(client: Tes
 
 
 async def test_concurrency_beyond_max_num_seqs_raises_ttft() -> None:
-    config = SimConfig(model=MODEL, max_num_seqs=2, iteration_overhead_ms=20.0, decode_ms_per_seq=0.0)
+    config = SimConfig(model=MODEL, max_num_seqs=2, iteration_overhead_ms=20.0)
     client = await make_client(config)
     loop = asyncio.get_running_loop()
 
@@ -225,17 +237,40 @@ async def test_concurrency_beyond_max_num_seqs_raises_ttft() -> None:
     assert ttfts[2] - ttfts[1] > 0.050  # the last two waited ~5 iterations of 20 ms for a slot
 
 
-def test_parse_args_defaults_and_flags() -> None:
-    config, host, port = parse_args(["--port", "9000"])
-    assert (host, port) == ("127.0.0.1", 9000)
-    assert config == SimConfig()
-    argv = ["--model", "m", "--max-num-seqs", "3", "--iteration-overhead-ms", "2"]
-    argv += ["--decode-ms-per-seq", "0.5", "--prefill-ms-per-token", "0.01"]
-    config, _, _ = parse_args(argv)
-    assert config == SimConfig("m", 3, 2.0, 0.5, 0.01)
-    with pytest.raises(SystemExit) as exited:
-        parse_args(["--max-num-seqs", "0"])
-    assert exited.value.code == 2
+def test_parse_args_defaults_flags_and_json() -> None:
+    args = parse_args(["--port", "9000"])
+    assert (args.host, args.port, args.config) == ("127.0.0.1", 9000, SimConfig())
+    argv = ["--model", "m", "--max-num-seqs", "3", "--iteration-overhead-ms", "2", "--enable-prefix-caching", "false"]
+    argv += ["--config-json", '{"gpu": "h200", "max_num_seqs": 5, "hbm_gb_s": 4000}']
+    config = parse_args(argv).config
+    assert config == SimConfig(
+        model="m", gpu="h200", max_num_seqs=3, iteration_overhead_ms=2.0, enable_prefix_caching=False, hbm_gb_s=4000
+    )
+    for bad in (["--max-num-seqs", "0"], ["--gpu", "tpu"], ["--config-json", '{"warp": 1}'], ["--tp", "x"]):
+        with pytest.raises(SystemExit) as exited:
+            parse_args(bad)
+        assert exited.value.code == 2
+
+
+async def test_repeated_prompt_reports_cached_tokens(client: TestClient[Any, Any]) -> None:
+    options = {"include_usage": True}
+    body = {"prompt": "a b c d e f g", "max_tokens": 2, "stream_options": options}
+    first = (await stream(client, "/v1/completions", body))[-1]["usage"]
+    again = (await stream(client, "/v1/completions", body))[-1]["usage"]
+    assert first["prompt_tokens_details"] == {"cached_tokens": 0}
+    assert again["prompt_tokens_details"] == {"cached_tokens": 6}  # 3 full blocks of 2; the last token recomputes
+    response = await client.post("/v1/completions", json={"prompt": "a b c d e f x", "max_tokens": 1})
+    assert (await response.json())["usage"]["prompt_tokens_details"] == {"cached_tokens": 6}
+
+
+async def test_request_larger_than_the_kv_cache_is_rejected() -> None:
+    client = await make_client(SimConfig(model=MODEL, kv_cache_tokens=64, block_size=16))
+    try:
+        response = await client.post("/v1/completions", json={"prompt": "a b", "max_tokens": 100})
+        assert response.status == 400
+        assert "exceed the KV cache" in (await response.json())["error"]["message"]
+    finally:
+        await client.close()
 
 
 async def test_cli_serves_until_sigterm_and_ends_open_streams() -> None:
@@ -249,6 +284,8 @@ async def test_cli_serves_until_sigterm_and_ends_open_streams() -> None:
         line = (await asyncio.wait_for(process.stdout.readline(), 10)).decode()
         assert line.startswith("raybench-sim ready on http://127.0.0.1:")
         url = line.split()[-1]
+        described = (await asyncio.wait_for(process.stdout.readline(), 10)).decode()
+        assert "llama-3.1-70b fp8 on 4x h100-sxm" in described and "kv_cache_tokens=" in described
         async with aiohttp.ClientSession() as session:
             async with session.get(f"{url}/health") as health:
                 assert health.status == 200
@@ -264,3 +301,22 @@ async def test_cli_serves_until_sigterm_and_ends_open_streams() -> None:
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_disaggregated_engine_streams_every_token_and_reports_both_pools() -> None:
+    config = SimConfig(model=MODEL, model_preset="llama-3.1-8b", tp=1, prefill_workers=1, decode_workers=2)
+    client = await make_client(config)
+    try:
+        body = {"prompt": "a b c", "max_tokens": 4, "stream_options": {"include_usage": True}}
+        chunks = await stream(client, "/v1/completions", body)
+        assert [c["choices"][0]["text"] for c in chunks[:-1]] == ["t0 ", "t1 ", "t2 ", "t3 "]
+        assert chunks[-1]["usage"]["completion_tokens"] == 4
+        text = await (await client.get("/metrics")).text()
+        samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if not line.startswith("#"))
+        label = f'{{model_name="{MODEL}"}}'
+        assert float(samples[f"vllm:request_success_total{label}"]) == 1  # finished once, on the decode side
+        assert float(samples[f"vllm:generation_tokens_total{label}"]) == 4  # 1 from prefill + 3 from decode
+        assert float(samples[f"vllm:prompt_tokens_total{label}"]) == 3
+        assert client.app[SCHEDULER_KEY].transfers == 1  # type: ignore[attr-defined]
+    finally:
+        await client.close()

@@ -8,13 +8,12 @@ from typing import Any
 
 import aiohttp
 
-from raybench.config.workload import LengthSpec, SyntheticWorkloadSpec
 from raybench.loadgen.closed_loop import Shard, run_closed_loop
 from raybench.loadgen.endpoint import Endpoint
 from raybench.testing import FakeOpenAIServer, Script
-from raybench.workloads import SyntheticSource
+from raybench.testing.prompts import FixedPrompts
 
-WORKLOAD = SyntheticWorkloadSpec(isl=LengthSpec(mean=16), osl=LengthSpec(mean=4))
+PROMPTS = FixedPrompts(input_words=16, output_tokens=4)
 
 
 def _shard(concurrency: int, requests: int | None = None, duration_s: float | None = None) -> Shard:
@@ -35,7 +34,7 @@ async def _run(shard: Shard) -> tuple[list[dict[str, Any]], Any, int]:
     async with FakeOpenAIServer(Script(ttft_ms=5, itl_ms=2)) as fake, aiohttp.ClientSession() as session:
         endpoint = Endpoint((fake.base_url,), fake.model)
         start = time.perf_counter_ns() + 20_000_000
-        result = await run_closed_loop(session, endpoint, SyntheticSource(WORKLOAD), shard, start, rows.append)
+        result = await run_closed_loop(session, endpoint, PROMPTS, shard, start, rows.append)
     return rows, result, start
 
 

@@ -49,6 +49,7 @@ STEP_KEYS = [
     "validity",
     "valid",
     "notes",
+    "osl",
 ]
 FLAGS = ["client_saturated", "error_rate_exceeded", "too_few_samples", "clock_uncertain"]
 

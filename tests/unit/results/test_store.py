@@ -68,3 +68,16 @@ def test_read_missing_prefix(tmp_path: Path) -> None:
         store.read_table("none")
     with pytest.raises(StorageError):
         store.read_json("none.json")
+
+
+async def test_writer_flushes_on_time_without_new_rows(tmp_path: Path) -> None:
+    import asyncio
+
+    store = ResultStore(str(tmp_path))
+    writer = RecordWriter(store, "p", flush_rows=1000, flush_interval_s=0.2)
+    writer.add(_row(1))
+    await asyncio.sleep(0.6)  # no further row arrives: the timer alone must store the first one
+    assert list((tmp_path / "p").glob("part-*.parquet")), "a buffered row waited past the flush interval"
+    writer.add(_row(2))
+    assert await writer.close() == 2
+    assert store.read_table("p", schema=RECORD_SCHEMA).num_rows == 2

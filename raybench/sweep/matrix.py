@@ -114,6 +114,8 @@ def run_matrix(spec: MatrixSpec, cells: list[Cell], console: Console, resume: st
         raise RaybenchError(f"no matrix {resume!r} under {spec.output.uri}; check the id with `raybench runs`")
     root.write_json("matrix.json", {"matrix_id": matrix_id, "name": spec.name, "cells": [c.name for c in cells]})
     done = {r.job for r in list_runs(root, status="complete")}
+    # newest first: an interrupted cell continues its latest run instead of starting over
+    unfinished = {r.job: r.run_id for r in reversed(list_runs(root, status="incomplete"))}
     result = MatrixResult(matrix_id, root.uri, [], [], {}, {})
     needed = max(c.spec.fleet.generators for c in cells) + 2
     with ray_session(needed):
@@ -124,7 +126,7 @@ def run_matrix(spec: MatrixSpec, cells: list[Cell], console: Console, resume: st
                 continue
             console.print(f"[bold]cell {index}/{len(cells)}[/] {cell.name} ({_coords(cell.coords)})")
             job = cell.spec.model_copy(update={"output": cell.spec.output.model_copy(update={"uri": root.uri})})
-            run = run_job(job, console=console)
+            run = run_job(job, console=console, resume=unfinished.get(cell.name))
             result.ran.append(cell.name)
             for summary in run.summaries.values():  # one engine per cell
                 result.summaries[cell.name] = summary

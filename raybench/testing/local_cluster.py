@@ -3,7 +3,8 @@
 
     python -m raybench.testing.local_cluster up clusters/local.yaml   # prints the address; Ctrl-C stops it
 
-then, in another shell: `RAY_ADDRESS=<address> raybench run jobs/quickstart.yaml` (or `ray.init(address=...)`).
+then, in another shell: `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_ADDRESS=<address> raybench run jobs/quickstart.yaml`
+(the first variable keeps Ray from rewriting the loopback address to the host's outward one).
 """
 
 from __future__ import annotations
@@ -85,7 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cluster = start_local_cluster(args.spec, connect=False)
     print(f"local Ray cluster up at {cluster.address} (head + {len(cluster.worker_nodes)} workers on 127.0.0.1)")
-    print(f"use it: RAY_ADDRESS={cluster.address} raybench run jobs/quickstart.yaml ; Ctrl-C stops it")
+    print(
+        f"use it: RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_ADDRESS={cluster.address} raybench run "
+        "jobs/quickstart.yaml ; Ctrl-C stops it"
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.suppress(KeyboardInterrupt):

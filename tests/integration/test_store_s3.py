@@ -3,40 +3,15 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
 import pyarrow as pa
 import pytest
-from moto.server import ThreadedMotoServer
 
 from raybench.errors import StorageError
 from raybench.results import RECORD_SCHEMA, ResultStore
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                       ("AWS_REGION", "us-east-1"), ("AWS_ENDPOINT_URL", s3_endpoint)):  # fmt: skip
-        monkeypatch.setenv(key, value)
-    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
-    name = f"rb-{len(client.list_buckets()['Buckets'])}"
-    client.create_bucket(Bucket=name)
-    return name
 
 
 def test_roundtrip_json_and_parquet_on_s3(bucket: str) -> None:

@@ -11,6 +11,7 @@ __all__ = [
     "RaybenchError",
     "RunAborted",
     "StorageError",
+    "StorageOutage",
 ]
 
 
@@ -49,6 +50,19 @@ class EngineError(RaybenchError):
 
 class StorageError(RaybenchError):
     """The result store could not be written or read."""
+
+
+class StorageOutage(StorageError):
+    """The result store kept failing transiently (throttling, 5xx, no connection) for longer than the bound."""
+
+    def __init__(self, what: str, max_outage_s: float, detail: str) -> None:
+        self.what = what
+        self.max_outage_s = max_outage_s
+        self.detail = detail
+        super().__init__(f"{what}: storage unavailable for over {max_outage_s:g} s (output.max_outage_s): {detail}")
+
+    def __reduce__(self) -> tuple[type[StorageOutage], tuple[str, float, str]]:
+        return (StorageOutage, (self.what, self.max_outage_s, self.detail))
 
 
 class RunAborted(RaybenchError):

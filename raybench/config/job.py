@@ -57,6 +57,13 @@ class OutputSpec(StrictModel):
         default=None, description="S3-compatible endpoint, e.g. http://127.0.0.1:9000 (else AWS_ENDPOINT_URL)"
     )
     region: str | None = Field(default=None, description="S3 region (else AWS_REGION)")
+    max_outage_s: float = Field(
+        default=16.0,
+        gt=0,
+        le=3600,
+        description="how long storage may keep failing (throttling, 5xx, no connection) while writes are "
+        "retried and records held in memory; past it the run stops, naming the steps that are safe to resume from",
+    )
 
 
 class JobSpec(StrictModel):

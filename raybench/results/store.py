@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import time
@@ -17,13 +18,14 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from raybench.environment import aws_region, s3_endpoint_url
-from raybench.errors import StorageError
+from raybench.errors import StorageError, StorageOutage
 from raybench.results.schema import SCHEMA_VERSION
 
-__all__ = ["ResultStore"]
+__all__ = ["DEFAULT_MAX_OUTAGE_S", "ResultStore"]
 
 T = TypeVar("T")
-_RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)  # about 16 s of patience for a throttled or flapping store
+_RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)  # backoff; the last delay repeats until the outage bound
+DEFAULT_MAX_OUTAGE_S = 16.0  # patience for a throttled or flapping store before the run stops
 
 
 class ResultStore:
@@ -33,10 +35,17 @@ class ResultStore:
     Ray actors write to the same store as the driver.
     """
 
-    def __init__(self, uri: str, endpoint_url: str | None = None, region: str | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        max_outage_s: float = DEFAULT_MAX_OUTAGE_S,
+    ) -> None:
         self.uri = _normalize(uri)
         self.endpoint_url = endpoint_url
         self.region = region
+        self.max_outage_s = max_outage_s
         try:
             self._fs, self._root = _open(self.uri, endpoint_url, region)
         except (pa.ArrowInvalid, OSError, ValueError) as exc:
@@ -45,12 +54,13 @@ class ResultStore:
             ) from None
         self._local = isinstance(self._fs, pafs.LocalFileSystem)
 
-    def __reduce__(self) -> tuple[type[ResultStore], tuple[str, str | None, str | None]]:
-        return (ResultStore, (self.uri, self.endpoint_url, self.region))
+    def __reduce__(self) -> tuple[type[ResultStore], tuple[str, str | None, str | None, float]]:
+        return (ResultStore, (self.uri, self.endpoint_url, self.region, self.max_outage_s))
 
     def child(self, relative: str) -> ResultStore:
         """The store rooted at `relative` below this one."""
-        return ResultStore(f"{self.uri.rstrip('/')}/{relative.strip('/')}", self.endpoint_url, self.region)
+        uri = f"{self.uri.rstrip('/')}/{relative.strip('/')}"
+        return ResultStore(uri, self.endpoint_url, self.region, self.max_outage_s)
 
     def path(self, relative: str) -> str:
         """Filesystem path of `relative` (for pyarrow readers)."""
@@ -74,10 +84,11 @@ class ResultStore:
     def write_bytes(self, relative: str, data: bytes) -> None:
         """Write `data` whole: a temporary name then a rename locally, a single PUT on object stores.
 
-        Transient failures (throttling, 5xx, dropped connections) are retried with backoff.
+        Transient failures (throttling, 5xx, dropped connections) are retried with backoff for up to
+        `max_outage_s`; past that, StorageOutage.
         """
         target = self.path(relative)
-        _retry(lambda: self._write_once(target, data), f"{self.uri}/{relative}")
+        self._retry(lambda: self._write_once(target, data), relative)
 
     def _write_once(self, target: str, data: bytes) -> None:
         parent = target.rsplit("/", 1)[0]
@@ -111,13 +122,13 @@ class ResultStore:
                 data: bytes = stream.read()
                 return data
 
-        return _retry(read, f"{self.uri}/{relative}")
+        return self._retry(read, relative)
 
     def read_json(self, relative: str) -> Any:
         return json.loads(self.read_bytes(relative))
 
     def exists(self, relative: str) -> bool:
-        info = self._fs.get_file_info(self.path(relative))
+        info = self._retry(lambda: self._fs.get_file_info(self.path(relative)), relative)
         return bool(info.type != pafs.FileType.NotFound)
 
     def read_table(self, relative: str, columns: list[str] | None = None, schema: pa.Schema | None = None) -> pa.Table:
@@ -126,13 +137,21 @@ class ResultStore:
             if schema is None:
                 raise StorageError(f"nothing stored at {self.uri}/{relative}")
             return schema.empty_table() if columns is None else schema.empty_table().select(columns)
-        dataset = ds.dataset(self.path(relative), filesystem=self._fs, format="parquet", schema=schema)
-        return dataset.to_table(columns=columns)
+
+        def read() -> pa.Table:
+            dataset = ds.dataset(self.path(relative), filesystem=self._fs, format="parquet", schema=schema)
+            return dataset.to_table(columns=columns)
+
+        return self._retry(read, relative)
 
     def list(self, relative: str = "") -> list[str]:
         """Names directly under `relative` (files and folders)."""
         selector = pafs.FileSelector(self.path(relative), allow_not_found=True)
-        return sorted(info.base_name for info in self._fs.get_file_info(selector))
+        infos = self._retry(lambda: self._fs.get_file_info(selector), relative)
+        return sorted(info.base_name for info in infos)
+
+    def _retry(self, action: Callable[[], T], relative: str) -> T:
+        return _retry(action, f"{self.uri.rstrip('/')}/{relative.lstrip('/')}", self.max_outage_s)
 
 
 def _normalize(uri: str) -> str:
@@ -160,21 +179,26 @@ def _open(uri: str, endpoint_url: str | None, region: str | None) -> tuple[pafs.
 
 def _transient(exc: OSError) -> bool:
     text = str(exc).lower()
-    markers = ("throttl", "slowdown", "slow down", "503", "500", "internal", "timeout", "timed out",
+    markers = ("throttl", "slowdown", "slow down", "slow_down", "503", "500", "internal", "timeout", "timed out",
                "connection", "reset", "temporar", "unavailable")  # fmt: skip
     return any(m in text for m in markers)
 
 
-def _retry(action: Callable[[], T], what: str) -> T:
-    for delay in (*_RETRY_DELAYS_S, None):
+def _retry(action: Callable[[], T], what: str, max_outage_s: float = DEFAULT_MAX_OUTAGE_S) -> T:
+    """`action()`, retried with backoff while it fails transiently; StorageOutage once `max_outage_s` passed."""
+    deadline = time.monotonic() + max_outage_s
+    for attempt in itertools.count():
         try:
             return action()
         except FileNotFoundError as exc:
             raise StorageError(f"{what}: not found ({exc})") from None
         except OSError as exc:
-            if delay is None or not _transient(exc):
+            if not _transient(exc):
                 raise StorageError(f"{what}: {_explain(exc)}") from None
-            time.sleep(delay)
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                raise StorageOutage(what, max_outage_s, _explain(exc)) from None
+            time.sleep(min(_RETRY_DELAYS_S[min(attempt, len(_RETRY_DELAYS_S) - 1)], left_s))
     raise AssertionError("unreachable")
 
 
@@ -184,7 +208,9 @@ def _explain(exc: OSError) -> str:
     low = text.lower()
     if "nosuchbucket" in low or ("does not exist" in low and "bucket" in low):
         return f"{text} — the bucket does not exist; create it or fix the URI"
-    if "accessdenied" in low or "access denied" in low or "forbidden" in low or "invalidaccesskeyid" in low:
+    denied = ("accessdenied", "access denied", "access_denied", "forbidden", "invalidaccesskeyid",
+              "invalid_access_key", "signaturedoesnotmatch", "signature_does_not_match")  # fmt: skip
+    if any(m in low for m in denied):  # botocore spells codes AccessDenied, pyarrow ACCESS_DENIED
         return f"{text} — check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) and the bucket policy"
     if "permission denied" in low or "read-only" in low:
         return f"{text} — the path is not writable; choose another --output"

@@ -14,7 +14,7 @@ from raybench.config.job import JobSpec
 from raybench.deploy.deployment import EngineDeployment
 from raybench.deploy.observe import StepObserver
 from raybench.engines import adapter_for
-from raybench.errors import EngineError
+from raybench.errors import EngineError, StorageOutage
 from raybench.report.console import print_engine_summary
 from raybench.results.catalog import run_manifest
 from raybench.results.schema import RECORD_SCHEMA
@@ -22,7 +22,7 @@ from raybench.results.store import ResultStore
 from raybench.results.writer import records_prefix
 from raybench.sweep.fleet import Fleet
 from raybench.sweep.provenance import now_iso, provenance
-from raybench.sweep.resume import incomplete_runs_hint, open_resumed_run, read_markers
+from raybench.sweep.resume import incomplete_runs_hint, open_resumed_run, outage_aborted, read_markers
 from raybench.sweep.session import ray_session
 from raybench.sweep.steps import SweepContext, knee_of, sweep_engine
 from raybench.sweep.summary import build_summary
@@ -42,6 +42,7 @@ class RunResult:
     failures: dict[str, str] = field(default_factory=dict)
     resumed: bool = False
     skipped_engines: list[str] = field(default_factory=list)
+    safe_steps: dict[str, dict[int, Any]] = field(default_factory=dict)  # step markers by engine, as written
 
     @property
     def ok(self) -> bool:
@@ -55,7 +56,8 @@ def new_run_id(name: str) -> str:
 
 
 def _open_run(spec: JobSpec, resume: str | None, console: Console, job_path: str) -> tuple[str, ResultStore]:
-    root = ResultStore(spec.output.uri, spec.output.endpoint_url, spec.output.region)
+    out = spec.output
+    root = ResultStore(out.uri, out.endpoint_url, out.region, out.max_outage_s)
     root.preflight()  # a bad bucket, credentials or path fails now, not after the sweep
     if resume is not None:
         store = open_resumed_run(root, resume, spec)
@@ -84,6 +86,7 @@ def run_job(
 
     With `resume` (a run id), continue that incomplete run: engines with a summary and steps with a
     completion marker are skipped; the step in flight when it stopped is re-run as a new attempt.
+    Storage down for longer than `output.max_outage_s` stops the run: RunAborted names the safe steps.
     """
     console = console or Console()
     source = source_for(spec.workload, spec.model.tokenizer)  # dataset problems surface before any deploy
@@ -91,11 +94,30 @@ def run_job(
     result = RunResult(run_id=run_id, uri=store.uri, resumed=resume is not None)
     verb = "resuming" if resume else "run"
     console.print(f"[bold]raybench[/] {verb} [cyan]{run_id}[/] -> {store.uri}")
-    pending = _pending_engines(spec, store, result, console)
-    if pending:
-        _run_engines(spec, pending, run_id, store, result, console, source, dashboard)
-    store.write_json("_COMPLETE", {"run_id": run_id, "finished_at": now_iso(), "failures": result.failures})
+    try:
+        pending = _pending_engines(spec, store, result, console)
+        if pending:
+            _run_engines(spec, pending, run_id, store, result, console, source, dashboard)
+        store.write_json("_COMPLETE", {"run_id": run_id, "finished_at": now_iso(), "failures": result.failures})
+    except Exception as exc:
+        outage = _outage(exc)  # raised here, or by a generator (inside a Ray task error), or during cleanup
+        if outage is None:
+            raise
+        safe = {e: sorted(done) for e, done in result.safe_steps.items()}
+        raise outage_aborted(outage, run_id, job_path, safe, sorted(result.summaries)) from None
     return result
+
+
+def _outage(exc: BaseException) -> StorageOutage | None:
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, StorageOutage):
+            return seen
+        cause = getattr(seen, "cause", None)  # ray.exceptions.RayTaskError: the task's own exception
+        seen = cause if isinstance(cause, BaseException) else (seen.__cause__ or seen.__context__)
+    return None
 
 
 def _pending_engines(spec: JobSpec, store: ResultStore, result: RunResult, console: Console) -> list[tuple[Any, str]]:
@@ -132,8 +154,9 @@ def _run_engines(
         try:
             fleet.measure_offsets()
             for engine, engine_id in engines:
+                done = result.safe_steps[engine_id] = read_markers(store, engine_id)  # grows as steps complete
                 try:
-                    summary = _run_engine(spec, engine, engine_id, run_id, store, fleet, console, source)
+                    summary = _run_engine(spec, engine, engine_id, run_id, store, fleet, console, source, done)
                 except EngineError as exc:
                     result.failures[engine_id] = str(exc)
                     console.print(f"[red]engine {engine_id} failed:[/] {exc}")
@@ -156,10 +179,10 @@ def _run_engine(
     fleet: Fleet,
     console: Console,
     source: PromptSource,
+    done: dict[int, dict[str, Any]],
 ) -> dict[str, Any]:
     adapter = adapter_for(engine, spec.model, engine_id)
     started_at = now_iso()
-    done = read_markers(store, engine_id)
     if done:
         console.print(f"{engine_id}: steps {sorted(done)} complete in an earlier attempt, skipped")
     deployment = EngineDeployment(adapter, store)

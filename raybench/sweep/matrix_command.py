@@ -23,6 +23,7 @@ def matrix_command(path: str, resume: str | None, dry_run: bool, console: Consol
     result = run_matrix(spec, cells, console, resume=resume)
     console.print(cross_cell_table(result))
     console.print(f"matrix id {result.matrix_id} -> {result.uri}")
+    console.print(f"full comparison (Pareto, saturation, best per criterion, plots): raybench report {result.uri}")
     if result.failed:
         console.print(f"[red]{len(result.failed)} cell(s) failed[/]; rerun with --resume {result.matrix_id}")
         return 1

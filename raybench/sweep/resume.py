@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from raybench.config.job import JobSpec
 from raybench.config.loader import parse_job, spec_sha256
-from raybench.errors import RaybenchError
+from raybench.errors import RaybenchError, RunAborted, StorageOutage
 from raybench.results.catalog import list_runs
 from raybench.results.schema import RECORD_SCHEMA
 from raybench.results.store import ResultStore
@@ -26,6 +26,7 @@ __all__ = [
     "marker_path",
     "next_attempt",
     "open_resumed_run",
+    "outage_aborted",
     "read_markers",
     "write_marker",
 ]
@@ -102,4 +103,20 @@ def incomplete_runs_hint(root: ResultStore, job_name: str, job_path: str = "JOB"
     return (
         f"an incomplete run of job {job_name!r} exists: {newest.run_id} (steps done: {done}){more}; "
         f"to continue it instead: raybench run {job_path} --resume {newest.run_id}"
+    )
+
+
+def outage_aborted(
+    outage: StorageOutage, run_id: str, job_path: str, safe_steps: dict[str, list[int]], complete: list[str]
+) -> RunAborted:
+    """The error of a run stopped by storage down past `output.max_outage_s`: what is safe, how to resume."""
+    parts = [f"{e} complete" for e in complete]
+    marked = {e: steps for e, steps in safe_steps.items() if e not in complete and steps}
+    parts += [f"{e} steps {', '.join(map(str, steps))}" for e, steps in marked.items()]
+    safe = "; ".join(parts) or "no step completed yet"
+    return RunAborted(
+        f"run {run_id} stopped: result storage stayed unavailable for over {outage.max_outage_s:g} s "
+        f"(output.max_outage_s) writing {outage.what}: {outage.detail}\n"
+        f"safe (completion markers written): {safe}; any other step re-runs on resume\n"
+        f"when storage is back: raybench run {job_path} --resume {run_id}"
     )

@@ -43,7 +43,7 @@ class SweepContext:
     fleet: Fleet
     observer: StepObserver
     console: Console
-    done: dict[int, dict[str, Any]] = field(default_factory=dict)  # markers of steps completed earlier
+    done: dict[int, dict[str, Any]] = field(default_factory=dict)  # markers of completed steps (earlier, and now)
     steps: list[dict[str, Any]] = field(default_factory=list)  # every step's dict, in order
     failure: dict[str, Any] | None = None
 
@@ -132,8 +132,9 @@ def _measured_step(ctx: SweepContext, req: StepRequest, progress: Progress) -> b
     ctx.steps.append(step)
     if engine_failure is not None:
         return False  # the step is kept (marked failed by the observer) but not marked done: resume re-runs it
-    write_marker(ctx.store, ctx.engine_id, {"step_index": req.step_index, "level": req.level, "attempt": attempt,
-                                            "metrics": step})  # fmt: skip
+    marker = {"step_index": req.step_index, "level": req.level, "attempt": attempt, "metrics": step}
+    write_marker(ctx.store, ctx.engine_id, marker)
+    ctx.done[req.step_index] = marker  # safe now: named if the run has to stop (driver, storage outage)
     return True
 
 

@@ -4,6 +4,9 @@ request bodies, chunked streaming responses, and the instant each request's firs
 Why not aiohttp.web: at tens of thousands of chunks per second its per-write overhead made the fake
 itself the bottleneck, and its handlers start after parsing, so the ground truth would hide the fake's
 own queueing. Here a request is stamped in `data_received` and every chunk is one `transport.write`.
+Parsing waits for a `call_soon`: when many requests arrive in one poll, each is stamped before any is
+parsed, so a request's stamp does not include the fake's work on the others (at concurrency 64 that
+work made the stamps up to 4 ms late, counted as client TTFT error; docs/benchmarks.md, issue 3).
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ class _Connection(asyncio.Protocol):
         self._received_ns = 0
         self._transport: asyncio.Transport | None = None
         self._busy = False
+        self._parse_pending = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)  # uvloop's transports are not subclasses
@@ -100,7 +104,14 @@ class _Connection(asyncio.Protocol):
         if not self._buffer:
             self._received_ns = time.perf_counter_ns()
         self._buffer += data
-        self._next()
+        if not self._parse_pending:  # parse after this poll's other sockets are stamped (module docstring)
+            self._parse_pending = True
+            asyncio.get_running_loop().call_soon(self._parse_soon)
+
+    def _parse_soon(self) -> None:
+        self._parse_pending = False
+        if self._transport is not None and not self._transport.is_closing():
+            self._next()
 
     def _next(self) -> None:
         if self._busy or self._transport is None:

@@ -113,7 +113,7 @@ def run_matrix(spec: MatrixSpec, cells: list[Cell], console: Console, resume: st
     if resume is not None and not root.exists("matrix.json"):
         raise RaybenchError(f"no matrix {resume!r} under {spec.output.uri}; check the id with `raybench runs`")
     root.write_json("matrix.json", {"matrix_id": matrix_id, "name": spec.name, "cells": [c.name for c in cells]})
-    done = {r.job for r in list_runs(root, status="complete")}
+    done = {r.job: r.run_id for r in list_runs(root, status="complete")}
     # newest first: an interrupted cell continues its latest run instead of starting over
     unfinished = {r.job: r.run_id for r in reversed(list_runs(root, status="incomplete"))}
     result = MatrixResult(matrix_id, root.uri, [], [], {}, {})
@@ -122,6 +122,9 @@ def run_matrix(spec: MatrixSpec, cells: list[Cell], console: Console, resume: st
         for index, cell in enumerate(cells, 1):
             if cell.name in done:
                 result.skipped.append(cell.name)
+                engine_dir = root.child(done[cell.name]).child(f"engines/{cell.coords['engine']}")
+                if engine_dir.exists("summary.json"):  # the cross-cell table covers every cell, not just this pass
+                    result.summaries[cell.name] = engine_dir.read_json("summary.json")
                 console.print(f"[dim]cell {index}/{len(cells)} {cell.name}: complete in an earlier attempt, skipped[/]")
                 continue
             console.print(f"[bold]cell {index}/{len(cells)}[/] {cell.name} ({_coords(cell.coords)})")

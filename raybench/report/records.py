@@ -155,7 +155,6 @@ def summarize_engine(
         config=(stored or {}).get("config") or str(getattr(engine, "config", "") or ""),
         steps=[s.to_dict() for s in steps],
         knee=knee.to_dict() if knee is not None else None,
-        token_count_source=_token_source(steps),
         provenance=_provenance(store, job, stored),
         harness_version=__version__,
     )
@@ -166,11 +165,6 @@ def _engine_spec(job: JobSpec, engine_id: str) -> Any:
         if eid == engine_id:
             return engine
     return None
-
-
-def _token_source(steps: list[StepMetrics]) -> str:
-    sources = sorted({name for s in steps for name in s.token_count_sources})
-    return ",".join(sources) if sources else "none"
 
 
 def _provenance(store: ResultStore, job: JobSpec, stored: dict[str, Any] | None) -> dict[str, Any]:

@@ -17,9 +17,7 @@ from raybench.engines import adapter_for
 from raybench.errors import EngineError, StorageOutage
 from raybench.report.console import print_engine_summary
 from raybench.results.catalog import run_manifest
-from raybench.results.schema import RECORD_SCHEMA
 from raybench.results.store import ResultStore
-from raybench.results.writer import records_prefix
 from raybench.sweep.fleet import Fleet
 from raybench.sweep.provenance import now_iso, provenance
 from raybench.sweep.resume import incomplete_runs_hint, open_resumed_run, outage_aborted, read_markers
@@ -205,7 +203,6 @@ def _run_engine(
         config=getattr(engine, "config", ""),
         steps=steps,
         knee=knee_of(steps),
-        token_count_source=_token_source(store, engine_id, len(steps)),
         provenance=provenance(spec, run_id, adapter.engine_args(), deployment.replicas, fleet, started_at, source),
         harness_version=__version__,
     )
@@ -217,11 +214,3 @@ def _run_engine(
 def _engine_version(deployment: EngineDeployment, fallback: str) -> str:
     """The version the running server reported (its replicas ask it), else what the adapter knows."""
     return next((str(r["engine_version"]) for r in deployment.replicas if r.get("engine_version")), fallback)
-
-
-def _token_source(store: ResultStore, engine_id: str, steps: int) -> str:
-    if steps == 0:
-        return "chunk_count"
-    table = store.read_table(records_prefix(engine_id, 0), columns=["token_count_source"], schema=RECORD_SCHEMA)
-    values = set(table.column("token_count_source").to_pylist())
-    return "server_usage" if values == {"server_usage"} else ",".join(sorted(str(v) for v in values)) or "none"

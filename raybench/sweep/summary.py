@@ -33,6 +33,12 @@ DEFINITIONS = {
 }
 
 
+def token_count_source(steps: list[dict[str, Any]]) -> str:
+    """Where the steps' token counts came from (`server_usage`, or every source seen, comma-separated)."""
+    sources = sorted({name for step in steps for name in step.get("token_count_sources", {})})
+    return ",".join(sources) if sources else "none"
+
+
 def build_summary(
     spec: JobSpec,
     *,
@@ -42,7 +48,6 @@ def build_summary(
     config: str,
     steps: list[dict[str, Any]],
     knee: dict[str, Any] | None,
-    token_count_source: str,
     provenance: dict[str, Any],
     harness_version: str,
 ) -> dict[str, Any]:
@@ -65,7 +70,7 @@ def build_summary(
         "defensible_capacity_tok_s": knee.get("goodput_tok_s") if knee is not None else None,
         "slo_full": spec.slo.model_dump(mode="json"),
         "steps": steps,
-        "definitions": {**DEFINITIONS, "token_count_source": token_count_source},
+        "definitions": {**DEFINITIONS, "token_count_source": token_count_source(steps)},
         "provenance": provenance,
         "summary_version": SUMMARY_VERSION,
     }

@@ -7,6 +7,7 @@ each tool drives it from its own process(es) and its reported figures are compar
     python benchmarks/fidelity.py                        # every row, every tool found
     python benchmarks/fidelity.py --tools raybench       # raybench only
     python benchmarks/fidelity.py --rows closed64 --tools raybench,aiperf
+    python benchmarks/fidelity.py --tools raybench --clients lean,aiohttp --repeats 3   # interleaved A/B
 
 Peers are looked up in scratch venvs (/tmp/venvs/aiperf, /tmp/venvs/guidellm; see docs/benchmarks.md).
 """
@@ -73,31 +74,53 @@ def run_raybench(server: FakeServer, workdir: Path, **load: Any) -> dict[str, An
 
 
 def closed(
-    server: FakeServer, tool: str, workdir: Path, concurrency: int, itl_ms: float, rounds: int
+    server: FakeServer, tool: str, workdir: Path, concurrency: int, itl_ms: float, rounds: int, client: str = "auto"
 ) -> dict[str, Any]:
-    """Closed loop at `concurrency` for about `rounds` requests per slot; reported and true figures."""
+    """Closed loop at `concurrency` for about `rounds` requests per slot; reported and true figures.
+    `client` (raybench only): the generator's HTTP client, auto / lean / aiohttp."""
     server.script(itl_ms)
     requests = concurrency * rounds
+    load_before = os.getloadavg()[0]
     if tool == "raybench":
-        report = run_raybench(server, workdir, concurrency=concurrency, requests=requests, isl=ISL, osl=OSL)
+        report = run_raybench(
+            server, workdir, concurrency=concurrency, requests=requests, isl=ISL, osl=OSL, client=client
+        )
         reported = raybench_figures(report)
         truth = truth_figures(server.truth(), window=reported.pop("window"))  # type: ignore[arg-type]
+        tool = _label(client)
     else:
         reported = PEERS[tool](server.url, workdir, concurrency, requests, ISL, OSL)
         truth = truth_figures(server.truth())
-    return {"tool": tool, "concurrency": concurrency, "itl_ms": itl_ms, "reported": reported, "truth": truth}
+    return {
+        "tool": tool,
+        "concurrency": concurrency,
+        "itl_ms": itl_ms,
+        "reported": reported,
+        "truth": truth,
+        "load": (load_before, os.getloadavg()[0]),
+    }
 
 
-def open_loop(server: FakeServer, workdir: Path, rate: float, duration_s: float, stall_ms: float = 0) -> dict[str, Any]:
+def _label(client: str) -> str:
+    return "raybench" if client == "auto" else f"raybench[{client}]"
+
+
+def open_loop(
+    server: FakeServer, workdir: Path, rate: float, duration_s: float, stall_ms: float = 0, client: str = "auto"
+) -> dict[str, Any]:
     """raybench open loop at `rate` (short outputs); with `stall_ms`, the server freezes 2 s into the run."""
     server.script(itl_ms=10.0)
     if stall_ms:
         server.call("/_fake/stall", {"duration_ms": stall_ms, "after_ms": 2500})
-    report = run_raybench(server, workdir, rate=rate, duration_s=duration_s, isl=32, osl=16, arrival="constant")
+    load_before = os.getloadavg()[0]
+    report = run_raybench(
+        server, workdir, rate=rate, duration_s=duration_s, isl=32, osl=16, arrival="constant", client=client
+    )
     reported = raybench_figures(report)
     reported.pop("window")
     return {
-        "tool": "raybench",
+        "tool": _label(client),
+        "load": (load_before, os.getloadavg()[0]),
         "rate": rate,
         "stall_ms": stall_ms,
         "reported": reported,
@@ -117,9 +140,9 @@ def print_closed(results: list[dict[str, Any]]) -> None:
     print("\n## Closed loop: reported - truth (ms), throughput reported/truth")
     print(
         "| tool | conc | ITL ms | TTFT P50 err | TTFT P99 err | ITL P50 err | tput ratio | truth chunks/s "
-        "| loop lag P99 | CPU share / us per chunk |"
+        "| loop lag P99 | CPU share / us per chunk | load avg |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         rep = r["reported"]
         lag = f"{rep['loop_lag_p99_ms']:.2f}" if "loop_lag_p99_ms" in rep else "-"
@@ -127,37 +150,63 @@ def print_closed(results: list[dict[str, Any]]) -> None:
         print(
             f"| {r['tool']} | {r['concurrency']} | {r['itl_ms']:g} | {_err(r, 'ttft_p50_ms'):+.2f} | "
             f"{_err(r, 'ttft_p99_ms'):+.2f} | {_err(r, 'itl_p50_ms'):+.3f} | {_ratio(r, 'throughput_tok_s'):.4f} | "
-            f"{r['truth'].get('chunks_per_s', float('nan')):,.0f} | {lag} | {cpu} |"
+            f"{r['truth'].get('chunks_per_s', float('nan')):,.0f} | {lag} | {cpu} | {_load(r)} |"
         )
+
+
+def _load(result: dict[str, Any]) -> str:
+    before, after = result.get("load", (float("nan"), float("nan")))
+    return f"{before:.1f}-{after:.1f}"
 
 
 def print_open(results: list[dict[str, Any]]) -> None:
     print("\n## Open loop (raybench): achieved rate, send lag, TTFT-from-schedule")
     print(
-        "| target req/s | stall ms | sent | achieved req/s | rate err % | send lag P50 ms | send lag P99 ms | "
-        "TTFT P99 ms | TTFT-from-schedule P99 ms | loop lag P99 | CPU |"
+        "| client | target req/s | stall ms | sent | achieved req/s | rate err % | send lag P50 ms | send lag P99 ms | "
+        "TTFT P99 ms | TTFT-from-schedule P99 ms | loop lag P99 | CPU | load avg |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         rep = r["reported"]
         achieved = rep.get("achieved_rate_per_s", float("nan"))
         print(
-            f"| {r['rate']:g} | {r['stall_ms']:g} | {rep['requests']:.0f} | {achieved:.2f} | "
+            f"| {r['tool']} | {r['rate']:g} | {r['stall_ms']:g} | {rep['requests']:.0f} | {achieved:.2f} | "
             f"{100 * (achieved / r['rate'] - 1):+.2f} | {rep['send_lag_p50_ms']:.3f} | {rep['send_lag_p99_ms']:.3f} | "
             f"{rep['ttft_p99_ms']:.1f} | {rep['ttft_sched_p99_ms']:.1f} | {rep['loop_lag_p99_ms']:.2f} | "
-            f"{rep['cpu_share']:.2f} |"
+            f"{rep['cpu_share']:.2f} | {_load(r)} |"
         )
 
 
-def sweep(server: FakeServer, tool: str, workdir: Path, levels: list[int]) -> list[dict[str, Any]]:
+def sweep(
+    server: FakeServer, tool: str, workdir: Path, levels: list[int], client: str = "auto"
+) -> list[dict[str, Any]]:
     """Concurrency up until the TTFT P99 error passes 2 ms (ITL 20 ms): the largest level that held."""
     results = []
     for level in levels:
-        result = closed(server, tool, workdir, level, 20.0, rounds=3)
+        result = closed(server, tool, workdir, level, 20.0, rounds=3, client=client)
         results.append(result)
         if abs(_err(result, "ttft_p99_ms")) >= 2.0:
             break
     return results
+
+
+def run_rows(
+    server: FakeServer, tool: str, workdir: Path, rows: set[str], args: argparse.Namespace, client: str
+) -> Any:
+    """Every requested row for one tool (and, for raybench, one client): (closed results, open results)."""
+    closed_results: list[dict[str, Any]] = []
+    open_results: list[dict[str, Any]] = []
+    if "closed64" in rows:
+        closed_results.append(closed(server, tool, workdir, 64, 10.0, rounds=5, client=client))
+    if "closed256" in rows:
+        closed_results.append(closed(server, tool, workdir, 256, 20.0, rounds=3, client=client))
+    if "sweep" in rows:
+        closed_results += sweep(server, tool, workdir, [int(x) for x in args.sweep.split(",")], client)
+    if tool == "raybench" and "open" in rows:
+        open_results += [open_loop(server, workdir, rate, 10.0, client=client) for rate in (50.0, 200.0, 500.0)]
+    if tool == "raybench" and "stall" in rows:
+        open_results.append(open_loop(server, workdir, 100.0, 8.0, stall_ms=2000, client=client))
+    return closed_results, open_results
 
 
 def main() -> None:
@@ -165,27 +214,26 @@ def main() -> None:
     parser.add_argument("--tools", default="raybench,aiperf,guidellm")
     parser.add_argument("--rows", default=",".join(ROWS))
     parser.add_argument("--sweep", default="64,128,256,384,512,768")
+    parser.add_argument("--clients", default="auto", help="raybench HTTP clients to compare: auto, lean, aiohttp")
+    parser.add_argument("--repeats", type=int, default=1, help="raybench runs per client, interleaved A B B A ...")
     parser.add_argument("--json", default=None, help="also write every figure to this file")
     args = parser.parse_args()
     tools = [t for t in args.tools.split(",") if t == "raybench" or t in PEERS]
     rows = set(args.rows.split(","))
+    clients = args.clients.split(",")
     server = FakeServer()
     closed_results: list[dict[str, Any]] = []
     open_results: list[dict[str, Any]] = []
     try:
         with tempfile.TemporaryDirectory(prefix="fidelity-") as tmp:
             workdir = Path(tmp)
-            for tool in tools:
-                if "closed64" in rows:
-                    closed_results.append(closed(server, tool, workdir, 64, 10.0, rounds=5))
-                if "closed256" in rows:
-                    closed_results.append(closed(server, tool, workdir, 256, 20.0, rounds=3))
-                if "sweep" in rows:
-                    closed_results += sweep(server, tool, workdir, [int(x) for x in args.sweep.split(",")])
-            if "open" in rows and "raybench" in tools:
-                open_results += [open_loop(server, workdir, rate, 10.0) for rate in (50.0, 200.0, 500.0)]
-            if "stall" in rows and "raybench" in tools:
-                open_results.append(open_loop(server, workdir, 100.0, 8.0, stall_ms=2000))
+            for repeat in range(args.repeats if "raybench" in tools else 0):
+                for client in clients if repeat % 2 == 0 else clients[::-1]:  # ABBA: drift in load cancels
+                    c, o = run_rows(server, "raybench", workdir, rows, args, client)
+                    closed_results += c
+                    open_results += o
+            for tool in (t for t in tools if t != "raybench"):
+                closed_results += run_rows(server, tool, workdir, rows, args, "auto")[0]
     finally:
         server.close()
     print(f"\nmachine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the end")

@@ -1,8 +1,9 @@
 """One raybench generator as its own process, for benchmarks/fidelity.py: runs one load, dumps raw records.
 
 `python benchmarks/fidelity_client.py URL OUT.json --concurrency 64 --requests 320` (closed loop) or
-`--rate 200 --duration-s 10 [--arrival constant]` (open loop). The generator is exactly the actor's:
-the same session settings, runners, uvloop loop and lag monitor, without Ray around it.
+`--rate 200 --duration-s 10 [--arrival constant]` (open loop); `--client aiohttp` for the A/B baseline.
+The generator is exactly the actor's: the same session settings, runners, uvloop loop and lag monitor,
+without Ray around it.
 """
 
 from __future__ import annotations
@@ -12,14 +13,12 @@ import json
 import time
 from typing import Any
 
-import aiohttp
-
 from raybench.loadgen.closed_loop import Shard, run_closed_loop
 from raybench.loadgen.endpoint import Endpoint
 from raybench.loadgen.lag import LoopLagMonitor
 from raybench.loadgen.loop_thread import new_event_loop
 from raybench.loadgen.open_loop import run_open_loop
-from raybench.loadgen.session import new_session, warm_connections
+from raybench.loadgen.session import CLIENTS, StreamSession, new_session, warm_connections
 from raybench.testing.prompts import FixedPrompts
 
 _FIELDS = (
@@ -52,7 +51,7 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
         arrival=args.arrival,
     )
     rows: list[dict[str, Any]] = []
-    session: aiohttp.ClientSession = new_session()
+    session: StreamSession = new_session(args.client)
     try:
         await warm_connections(session, endpoint, args.concurrency or min(int(args.rate or 1), 256))
         monitor = LoopLagMonitor()
@@ -69,6 +68,7 @@ async def _main(args: argparse.Namespace) -> dict[str, Any]:
         "start_ns": start_ns,
         "reached_target_ns": result.reached_target_ns,
         "stopped_issuing_ns": result.stopped_issuing_ns,
+        "client_impl": session.impl_for(endpoint),
         **stats,
     }
 
@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--arrival", default="constant", choices=["constant", "poisson", "gamma"])
     parser.add_argument("--requests", type=int, default=None)
     parser.add_argument("--duration-s", type=float, default=None)
+    parser.add_argument("--client", default="auto", choices=CLIENTS, help="HTTP client (StreamSession)")
     parser.add_argument("--isl", type=int, default=128)
     parser.add_argument("--osl", type=int, default=128)
     args = parser.parse_args()

@@ -58,7 +58,7 @@ def raybench_figures(report: dict[str, Any]) -> dict[str, float]:
         "loop_lag_p99_ms": float(report["lag_p99_ms"]),
         "cpu_share": float(report["cpu_share"]),
         "cpu_us_per_chunk": report["cpu_s"] * 1e6 / max(sum(len(c) for c in chunks), 1),
-        "window": (start, end),  # type: ignore[dict-item]
+        "window": (start, end),
     }
     if start is not None and end is not None and end > start:
         figures["throughput_tok_s"] = _tokens_in(chunks, tokens, start, end) / ((end - start) / 1e9)

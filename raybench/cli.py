@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -57,7 +58,26 @@ def _parser() -> argparse.ArgumentParser:
         help="continue an incomplete run of this job; completed engines and steps are skipped",
     )
     _add_report_parser(sub)
+    _add_cluster_parsers(sub)
     return parser
+
+
+def _add_cluster_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    submit = sub.add_parser("submit", help="run a job on a Ray cluster through its dashboard (Ray Jobs API)")
+    submit.add_argument("job", help="the job spec (YAML); it travels with the submission")
+    submit.add_argument("--address", required=True, help="the cluster's dashboard, e.g. http://HEAD:8265")
+    submit.add_argument("--output", help="results URI on the cluster (overrides output.uri), e.g. s3://bucket/prefix")
+    submit.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", dest="overrides")
+    submit.add_argument("--no-wait", action="store_true", help="submit and return; do not stream the logs")
+    submit.add_argument("--pip", action="append", default=[], metavar="REQ", help="extra pip requirement for the job")
+    submit.add_argument("--no-fit-check", action="store_true", help="submit even if the job does not fit right now")
+    cluster = sub.add_parser("cluster", help="ask a Ray cluster what it offers")
+    actions = cluster.add_subparsers(dest="cluster_command", required=True)
+    check = actions.add_parser("check", help="nodes, GPUs by type, CPUs, `loadgen` nodes; with JOB, whether it fits")
+    check.add_argument("job", nargs="?", help="a job spec to fit onto the cluster")
+    check.add_argument("--address", required=True, help="the cluster's dashboard, e.g. http://HEAD:8265")
+    check.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", dest="overrides")
+    check.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
 
 def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -75,6 +95,15 @@ def _report(args: argparse.Namespace, console: Console, errors: Console) -> int:
     return report_command(
         args.uris, fmt=args.fmt, html=args.html, png=args.png, recompute=args.recompute, console=console, notices=errors
     )
+
+
+def _cluster(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from raybench.cluster.command import cluster_check_command, submit_command
+
+    if args.command == "cluster":
+        return cluster_check_command(args.address, args.job, args.overrides, args.json, console)
+    return submit_command(args.job, args.address, args.output, args.overrides, wait=not args.no_wait, pip=args.pip,
+                          fit_check=not args.no_fit_check, console=console, notices=errors)  # fmt: skip
 
 
 def _job_files(items: list[str]) -> list[Path]:
@@ -155,6 +184,13 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     return 0 if result.ok else 1
 
 
+_DELEGATED: dict[str, Callable[[argparse.Namespace, Console, Console], int]] = {
+    "report": _report,
+    "submit": _cluster,
+    "cluster": _cluster,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code (0 ok, 1 run failed, 2 bad input)."""
     args = _parser().parse_args(argv)
@@ -175,8 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             return print_runs(args.uri, console, args.engine, args.model, args.status, args.json)
         if args.command == "workload":
             return _workload(args, console)
-        if args.command == "report":
-            return _report(args, console, errors)
+        if args.command in _DELEGATED:
+            return _DELEGATED[args.command](args, console, errors)
         return _run(args, console)
     except ConfigError as exc:
         _print_config_error(exc, errors)

@@ -10,8 +10,10 @@ __all__ = [
     "Problem",
     "RaybenchError",
     "RunAborted",
+    "RunInterrupted",
     "StorageError",
     "StorageOutage",
+    "UsageError",
 ]
 
 
@@ -44,6 +46,12 @@ class ConfigError(RaybenchError):
         super().__init__(f"{source}: {len(problems)} problem(s)\n{lines}")
 
 
+class UsageError(RaybenchError):
+    """The command line names something that does not exist or does not fit (a run id to resume, ...)."""
+
+    exit_code = 2
+
+
 class EngineError(RaybenchError):
     """An engine could not be launched, did not become ready, or died."""
 
@@ -67,3 +75,9 @@ class StorageOutage(StorageError):
 
 class RunAborted(RaybenchError):
     """A run stopped before it finished (interrupted, or a fatal failure); says what is safe."""
+
+
+class RunInterrupted(RunAborted):
+    """The user stopped the run (Ctrl-C): what was written is kept and the run can be resumed."""
+
+    exit_code = 130  # 128 + SIGINT, what shells report for a command stopped by Ctrl-C

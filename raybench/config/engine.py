@@ -8,10 +8,12 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from raybench.config.base import StrictModel
+from raybench.config.dynamo import DynamoEngineSpec
 
 __all__ = [
     "ENGINE_KINDS",
     "ENGINE_SPECS",
+    "DynamoEngineSpec",
     "EndpointEngineSpec",
     "EngineSpec",
     "LlamaCppEngineSpec",
@@ -153,6 +155,12 @@ class ServerEngineSpec(_EngineBase):
         default=None, ge=0, description="GPUs reserved per replica; default tp x pp; 0 for CPU-only servers"
     )
     ready_timeout_s: float = Field(default=1800.0, gt=0, description="model load can take many minutes")
+    nodes: int | None = Field(
+        default=None,
+        ge=1,
+        description="nodes one replica spans, tp x pp GPUs split evenly over them; default: 1, or as many as "
+        "tp x pp needs on the cluster's largest GPU nodes",
+    )
 
     @field_validator("env")
     @classmethod
@@ -167,12 +175,36 @@ class ServerEngineSpec(_EngineBase):
 
     # field -> why this kind has no such setting; leaving it at its default is the only valid value.
     unsupported: ClassVar[dict[str, str]] = {}
+    # why one replica of this kind cannot span nodes; "" when it can (engines/<kind>.py has its node flags).
+    multinode: ClassVar[str] = "raybench has no multi-node launch for this engine kind"
 
     @model_validator(mode="after")
     def _settings_supported(self) -> ServerEngineSpec:
         for name, reason in self.unsupported.items():
             if getattr(self, name) != type(self).model_fields[name].get_default(call_default_factory=True):
                 raise ValueError(f"{name} is not supported by {getattr(self, 'kind', '?')}: {reason}")
+        return self
+
+    @model_validator(mode="after")
+    def _nodes_fit(self) -> ServerEngineSpec:
+        if self.nodes is None or self.nodes == 1:
+            return self
+        kind = getattr(self, "kind", "?")
+        if self.multinode:
+            raise ValueError(f"nodes: {self.nodes} is not supported by {kind}: {self.multinode}")
+        if self.num_gpus is not None:
+            raise ValueError(
+                "num_gpus cannot be combined with nodes: each node gets tensor_parallel_size x "
+                "pipeline_parallel_size / nodes GPUs; remove num_gpus"
+            )
+        gpus = self.tensor_parallel_size * self.pipeline_parallel_size
+        if gpus % self.nodes:
+            fits = ", ".join(str(n) for n in range(1, gpus + 1) if gpus % n == 0)
+            raise ValueError(
+                f"tensor_parallel_size x pipeline_parallel_size = {gpus} GPUs do not split evenly over "
+                f"nodes: {self.nodes} (every node runs the same number of GPUs); write nodes: one of {fits}, "
+                "or change the parallel sizes"
+            )
         return self
 
     @model_validator(mode="after")
@@ -193,12 +225,14 @@ class VllmEngineSpec(ServerEngineSpec):
     """vLLM's OpenAI server: `vllm serve MODEL ...`."""
 
     kind: Literal["vllm"]
+    multinode: ClassVar[str] = ""  # one `vllm serve` per node: --nnodes/--node-rank/--master-addr, --headless
 
 
 class SglangEngineSpec(ServerEngineSpec):
     """SGLang: `python -m sglang.launch_server --model-path MODEL ...`."""
 
     kind: Literal["sglang"]
+    multinode: ClassVar[str] = ""  # one launch_server per node: --nnodes/--node-rank/--dist-init-addr
 
 
 class TrtLlmEngineSpec(ServerEngineSpec):
@@ -206,12 +240,17 @@ class TrtLlmEngineSpec(ServerEngineSpec):
 
     kind: Literal["trtllm"]
     backend: Literal["pytorch", "tensorrt"] = "pytorch"
+    multinode: ClassVar[str] = (
+        "trtllm-serve spans nodes only inside one MPI world (mpirun or srun with trtllm-llmapi-launch), which "
+        "Ray-placed processes cannot form; launch it under Slurm/MPI and benchmark it as kind endpoint"
+    )
 
 
 class LmDeployEngineSpec(ServerEngineSpec):
     """LMDeploy: `lmdeploy serve api_server MODEL ...`."""
 
     kind: Literal["lmdeploy"]
+    multinode: ClassVar[str] = "raybench launches lmdeploy api_server on one node; run a multi-node one as endpoint"
     backend: Literal["turbomind", "pytorch"] = "turbomind"
     unsupported: ClassVar[dict[str, str]] = {
         "pipeline_parallel_size": "api_server has no pipeline parallelism; use tensor_parallel_size",
@@ -223,6 +262,7 @@ class TgiEngineSpec(ServerEngineSpec):
     """Hugging Face TGI: `text-generation-launcher --model-id MODEL ...`."""
 
     kind: Literal["tgi"]
+    multinode: ClassVar[str] = "TGI shards a model over the GPUs of one machine only (--num-shard)"
     unsupported: ClassVar[dict[str, str]] = {
         "pipeline_parallel_size": "TGI shards by tensor parallelism only (--num-shard)",
         "enable_chunked_prefill": "TGI v3 chunks prefill whenever its attention backend supports it; no switch",
@@ -233,6 +273,7 @@ class LlamaCppEngineSpec(ServerEngineSpec):
     """llama.cpp's server: `llama-server -m FILE.gguf ...` (GGUF files only)."""
 
     kind: Literal["llamacpp"]
+    multinode: ClassVar[str] = "llama-server runs on one machine (its RPC backend is not launched by raybench)"
     model_path: str = Field(min_length=1, description="the GGUF file to serve")
     n_gpu_layers: int = Field(default=-1, ge=-1, description="-1: every layer on the GPU")
     ctx_size: int | None = Field(default=None, ge=1, description="total context shared by all slots")
@@ -247,6 +288,9 @@ class RayServeLLMEngineSpec(ServerEngineSpec):
     """vLLM under Ray Serve LLM: LLMConfig + build_openai_app + serve.run in a launched process."""
 
     kind: Literal["ray_serve_llm"]
+    multinode: ClassVar[str] = (
+        "Ray Serve LLM places each vLLM replica itself, across nodes when tp x pp needs it; leave nodes unset"
+    )
     accelerator_type: str | None = Field(default=None, description="Ray accelerator type, e.g. H100")
     min_replicas: int = Field(default=1, ge=1, description="Serve autoscaling: replicas of the LLM deployment")
     max_replicas: int = Field(default=1, ge=1)
@@ -266,7 +310,8 @@ EngineSpec = Annotated[
     | LmDeployEngineSpec
     | TgiEngineSpec
     | LlamaCppEngineSpec
-    | RayServeLLMEngineSpec,
+    | RayServeLLMEngineSpec
+    | DynamoEngineSpec,
     Field(discriminator="kind"),
 ]
 ENGINE_SPECS: dict[str, type[StrictModel]] = {
@@ -279,5 +324,6 @@ ENGINE_SPECS: dict[str, type[StrictModel]] = {
     "tgi": TgiEngineSpec,
     "llamacpp": LlamaCppEngineSpec,
     "ray_serve_llm": RayServeLLMEngineSpec,
+    "dynamo": DynamoEngineSpec,
 }
 ENGINE_KINDS = tuple(ENGINE_SPECS)

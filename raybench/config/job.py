@@ -40,6 +40,11 @@ class FleetSpec(StrictModel):
     loadgen_per_generator: float = Field(default=1.0, gt=0)
     step_reruns: int = Field(default=1, ge=0, description="re-runs of a step whose generator died")
     start_timeout_s: float = Field(default=60.0, gt=0, description="how long generators and nodes may take to answer")
+    client: Literal["auto", "lean", "aiohttp"] = Field(
+        default="auto",
+        description="HTTP client of the generators: auto (the lean client for http://, aiohttp for https://), "
+        "lean (http:// only), aiohttp (every URL; the baseline of the fidelity A/B)",
+    )
 
     def size(self, peak_streams: int) -> int:
         """Generators for a sweep whose largest step keeps `peak_streams` requests in flight."""

@@ -32,6 +32,8 @@ def load_job(path: str | Path, overrides: list[str] | None = None) -> JobSpec:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "somewhere"
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         msg = f"not valid YAML at {where}: {reason}; fix the indentation or quoting there"
+        if "constructor for the tag" in reason:  # yaml.safe_load refuses !!python/... tags: specs are data
+            msg = f"YAML tag refused at {where}: {reason}; job specs are plain data, never code: remove the tag"
         raise ConfigError(source, [Problem("", msg)]) from None
     return parse_job(raw, source=source, overrides=overrides)
 

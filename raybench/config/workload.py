@@ -1,4 +1,4 @@
-"""What is sent: workload specs by `kind` (synthetic, sharegpt, shared_prefix), with seeds and filters."""
+"""What is sent: workload specs by `kind` (synthetic, sharegpt, shared_prefix, multi_turn, trace), seeds, filters."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ __all__ = [
     "WORKLOAD_KINDS",
     "WORKLOAD_SPECS",
     "LengthSpec",
+    "MultiTurnWorkloadSpec",
     "ShareGPTWorkloadSpec",
     "SharedPrefixWorkloadSpec",
     "SyntheticWorkloadSpec",
+    "ThinkTimeSpec",
+    "TraceWorkloadSpec",
     "WorkloadSpec",
 ]
 
@@ -82,6 +85,9 @@ class ShareGPTWorkloadSpec(_WorkloadBase):
     osl: LengthSpec | None = Field(default=None, description="override the reference output lengths")
     max_prompts: int | None = Field(default=None, ge=1)
     on_malformed: Literal["skip", "fail"] = "skip"
+    ray_data_min_rows: int = Field(
+        default=20_000, ge=1, description="datasets with at least this many entries are tokenized with Ray Data"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ShareGPTWorkloadSpec:
@@ -100,6 +106,56 @@ class SharedPrefixWorkloadSpec(_WorkloadBase):
     osl: LengthSpec
 
 
+class ThinkTimeSpec(StrictModel):
+    """Seconds a user waits after a reply before sending the next turn: fixed, uniform or exponential."""
+
+    distribution: Literal["fixed", "uniform", "exponential"] = "fixed"
+    mean_s: float = Field(default=0.0, ge=0, description="fixed: the wait; exponential: its mean")
+    min_s: float = Field(default=0.0, ge=0, description="uniform: the lower bound; every draw is clipped to it")
+    max_s: float | None = Field(default=None, ge=0, description="uniform: the upper bound; every draw clipped to it")
+
+    @model_validator(mode="after")
+    def _check(self) -> ThinkTimeSpec:
+        if self.distribution == "uniform" and self.max_s is None:
+            raise ValueError("a uniform think time needs `min_s` and `max_s` (seconds)")
+        if self.max_s is not None and self.max_s < self.min_s:
+            raise ValueError(f"max_s ({self.max_s:g}) is below min_s ({self.min_s:g}); write max_s >= min_s")
+        if self.distribution == "exponential" and self.mean_s <= 0:
+            raise ValueError("an exponential think time needs `mean_s` > 0 (or use distribution: fixed)")
+        return self
+
+
+class MultiTurnWorkloadSpec(_WorkloadBase):
+    """Sessions of `turns` turns whose history grows: turn k sends the whole conversation so far (earlier
+    user messages and deterministic reference replies of the requested length) plus a new user message of
+    `user_tokens`, asking for `osl`; the session waits `think_time` after each reply."""
+
+    kind: Literal["multi_turn"]
+    turns: LengthSpec = Field(description="turns per session, e.g. {mean: 4} or {distribution: uniform, max: 8}")
+    user_tokens: LengthSpec = Field(description="tokens of each turn's new user message")
+    osl: LengthSpec = Field(description="tokens asked for per turn (and of the reference reply kept in the history)")
+    system_tokens: int = Field(default=0, ge=0, description="a system prompt of this many tokens opens each session")
+    think_time: ThinkTimeSpec = ThinkTimeSpec()
+
+
+class TraceWorkloadSpec(_WorkloadBase):
+    """A request trace (JSON Lines: a timestamp, an input length or text, an output length, optional session id),
+    replayed open loop in `load.mode: rate` at the trace's own pace, time-scaled to each step's rate."""
+
+    kind: Literal["trace"]
+    path: str = Field(min_length=1, description="local file, file://, s3:// or gs:// URI of a JSONL trace")
+    timestamp_unit: Literal["s", "ms"] = Field(
+        default="s", description="unit of a line's `timestamp` (a `timestamp_ms` key is always milliseconds)"
+    )
+    max_isl: int | None = Field(default=None, ge=1, description="drop requests with more input tokens")
+    max_osl: int | None = Field(default=None, ge=1, description="drop requests asking for more output tokens")
+    max_prompts: int | None = Field(default=None, ge=1, description="replay only the first N requests (in time order)")
+    on_malformed: Literal["skip", "fail"] = "skip"
+    ray_data_min_rows: int = Field(
+        default=20_000, ge=1, description="traces with at least this many lines are tokenized in parallel with Ray Data"
+    )
+
+
 def _workload_kind(value: Any) -> str:
     """`kind` may be omitted for a synthetic workload (the first and simplest)."""
     kind = value.get("kind", "synthetic") if isinstance(value, dict) else getattr(value, "kind", "synthetic")
@@ -109,12 +165,16 @@ def _workload_kind(value: Any) -> str:
 WorkloadSpec = Annotated[
     Annotated[SyntheticWorkloadSpec, Tag("synthetic")]
     | Annotated[ShareGPTWorkloadSpec, Tag("sharegpt")]
-    | Annotated[SharedPrefixWorkloadSpec, Tag("shared_prefix")],
+    | Annotated[SharedPrefixWorkloadSpec, Tag("shared_prefix")]
+    | Annotated[MultiTurnWorkloadSpec, Tag("multi_turn")]
+    | Annotated[TraceWorkloadSpec, Tag("trace")],
     Discriminator(_workload_kind, custom_error_type="workload_kind", custom_error_message="unknown workload kind"),
 ]
 WORKLOAD_SPECS: dict[str, type[StrictModel]] = {
     "synthetic": SyntheticWorkloadSpec,
     "sharegpt": ShareGPTWorkloadSpec,
     "shared_prefix": SharedPrefixWorkloadSpec,
+    "multi_turn": MultiTurnWorkloadSpec,
+    "trace": TraceWorkloadSpec,
 }
 WORKLOAD_KINDS = tuple(WORKLOAD_SPECS)

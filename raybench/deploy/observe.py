@@ -30,7 +30,7 @@ class StepObserver:
         engine_id: str, interval_s: float = 1.0,
     ) -> None:  # fmt: skip
         self._deployment = deployment
-        self._scraper = MetricsScraper(base_urls, metric_map, interval_s)
+        self._scraper = MetricsScraper(deployment.metrics_urls(base_urls), metric_map, interval_s)
         self._store = store
         self._engine_id = engine_id
         self.server_metrics: dict[int, dict[str, Any]] = {}

@@ -11,7 +11,7 @@ import ray
 from raybench.deploy.identity import env_subset, gpu_inventory, server_version
 from raybench.deploy.node import node_ip
 from raybench.deploy.process import ServerProcess, describe_exit, free_port, redact_argv
-from raybench.engines.base import EngineAdapter
+from raybench.engines.base import EngineAdapter, LaunchPlan, NodeRole
 from raybench.engines.readiness import wait_ready
 from raybench.errors import EngineError, StorageError
 from raybench.results.store import ResultStore
@@ -22,21 +22,50 @@ __all__ = ["EngineReplicaActor"]
 @ray.remote
 class EngineReplicaActor:
     """One replica of one engine, on the node Ray placed it (with the GPUs Ray assigned: Ray sets
-    CUDA_VISIBLE_DEVICES in this actor's environment, which the server process inherits)."""
+    CUDA_VISIBLE_DEVICES in this actor's environment, which the server process inherits).
 
-    def __init__(self, adapter: EngineAdapter, replica_index: int, store: ResultStore) -> None:
+    A replica spanning nodes has one such actor per node, each in its own bundle of the replica's
+    placement group: node 0 (the head) serves HTTP and is waited on for readiness (`start`); every
+    other node only launches its engine process (`launch_node`)."""
+
+    def __init__(self, adapter: EngineAdapter, replica_index: int, store: ResultStore, node_rank: int = 0) -> None:
         self._adapter = adapter
-        self._name = f"replica-{replica_index}"
+        self._name = f"replica-{replica_index}" + (f"-node-{node_rank}" if node_rank else "")
         self._store = store
         self._host = node_ip()
         self._process: ServerProcess | None = None
         self._last_exit: int | None = None
         self._logdir = Path(tempfile.mkdtemp(prefix="raybench-engine-"))
 
-    async def start(self) -> dict[str, Any]:
-        """Launch the server and wait until it is ready; returns its base URL and identity."""
+    def rendezvous(self) -> tuple[str, int]:
+        """This node's address and a free port on it, where a multi-node engine's rank 0 rendezvouses."""
+        return self._host, free_port(self._host)
+
+    def launch_node(self, role: NodeRole) -> dict[str, Any]:
+        """Start node `role.rank` (> 0) of a multi-node replica; it serves no HTTP, so no readiness here."""
+        plan = self._adapter.node_launch_plan(self._host, free_port(self._host), role)
+        self._process = ServerProcess(plan, self._logdir / f"{self._name}.log")
+        return {**self._identity(plan, self._process), "node_rank": role.rank}
+
+    def _identity(self, plan: LaunchPlan, process: ServerProcess) -> dict[str, Any]:
+        return {
+            "replica": self._name,
+            "pid": process.pid,
+            "node_ip": self._host,
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "argv": redact_argv(process.argv),
+            "env": env_subset(plan.env),
+            "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+        }
+
+    async def start(self, role: NodeRole | None = None) -> dict[str, Any]:
+        """Launch the server (node 0 of `role` when it spans nodes) and wait until it is ready; returns its
+        base URL and identity."""
         port = self._adapter.preferred_port or free_port(self._host)
-        plan = self._adapter.launch_plan(self._host, port)
+        if role is None:
+            plan = self._adapter.launch_plan(self._host, port)
+        else:
+            plan = self._adapter.node_launch_plan(self._host, port, role)
         self._process = process = ServerProcess(plan, self._logdir / f"{self._name}.log")
         base_url = f"http://{self._host}:{port}"
         rule = self._adapter.readiness()
@@ -54,14 +83,8 @@ class EngineReplicaActor:
             )
         version = await server_version(base_url, self._adapter.version_probe()) or self._adapter.motor_version()
         return {
-            "replica": self._name,
+            **self._identity(plan, process),
             "base_url": base_url,
-            "pid": process.pid,
-            "node_ip": self._host,
-            "node_id": ray.get_runtime_context().get_node_id(),
-            "argv": redact_argv(process.argv),
-            "env": env_subset(plan.env),
-            "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
             "gpus": gpu_inventory(),
             "engine_version": version,
             "readiness": rule.describe(),

@@ -10,7 +10,17 @@ from typing import Any
 
 from raybench.engines.metrics import MetricMap, extract, extract_iteration_stats, parse_prometheus
 
-__all__ = ["MetricsScraper"]
+__all__ = ["MetricsScraper", "ray_metrics_urls"]
+
+
+def ray_metrics_urls(nodes: list[dict[str, Any]]) -> list[str]:
+    """Each alive Ray node's metrics-export base URL (where Ray's metrics agent serves /metrics), from
+    `ray.nodes()` entries; Ray Serve LLM's engine metrics are exported there by the node running each replica."""
+    return [
+        f"http://{n['NodeManagerAddress']}:{n['MetricsExportPort']}"
+        for n in nodes
+        if n.get("Alive") and n.get("MetricsExportPort")
+    ]
 
 
 class MetricsScraper:
@@ -20,7 +30,7 @@ class MetricsScraper:
     """
 
     def __init__(self, base_urls: list[str], metric_map: MetricMap, interval_s: float = 1.0) -> None:
-        self._targets = [(f"replica-{i}", url + metric_map.path) for i, url in enumerate(base_urls)]
+        self._targets = [(f"replica-{i}", url) for i, url in enumerate(base_urls)]
         self._map = metric_map
         self._interval_s = interval_s
         self._rows: list[dict[str, Any]] = []
@@ -58,20 +68,33 @@ class MetricsScraper:
             self._stop.wait(max(next_at - time.monotonic(), 0.0))
 
     def scrape_once(self) -> None:
-        for replica, url in self._targets:
+        for replica, base_url in self._targets:
             scraped_ns = time.time_ns()
-            try:
-                with urllib.request.urlopen(url, timeout=2.0) as response:
-                    text = response.read().decode("utf-8", errors="replace")
-            except (OSError, urllib.error.URLError, ValueError):
-                self.errors += 1
-                continue
-            if self._map.format == "trtllm-json":
-                values = extract_iteration_stats(text, self._map)
-            else:
-                values = extract(parse_prometheus(text), self._map)
+            values: dict[str, tuple[str, float]] = {}
+            reached = False
+            for source_map in (self._map, *self._map.more):  # the first endpoint that has a name wins
+                text = _fetch(base_url + source_map.path)
+                if text is None:
+                    continue
+                reached = True
+                if source_map.format == "trtllm-json":
+                    found = extract_iteration_stats(text, source_map)
+                else:
+                    found = extract(parse_prometheus(text), source_map)
+                for metric, sample in found.items():
+                    values.setdefault(metric, sample)
+            self.errors += 0 if reached else 1
             for metric, (source, value) in values.items():
                 self._rows.append({
                     "step_index": self._step, "replica": replica, "scraped_ns": scraped_ns,
                     "metric": metric, "source": source, "value": value,
                 })  # fmt: skip
+
+
+def _fetch(url: str) -> str | None:
+    """The body at `url`, or None when it cannot be read (an endpoint this engine version lacks, a dead server)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2.0) as response:
+            return str(response.read().decode("utf-8", errors="replace"))
+    except (OSError, urllib.error.URLError, ValueError):
+        return None

@@ -1,5 +1,6 @@
 """Engine adapters, one file per kind, registered by name; importing this registers them all."""
 
+from raybench.engines import dynamo as _dynamo
 from raybench.engines import endpoint as _endpoint
 from raybench.engines import llamacpp as _llamacpp
 from raybench.engines import lmdeploy as _lmdeploy
@@ -11,6 +12,6 @@ from raybench.engines import trtllm as _trtllm
 from raybench.engines import vllm as _vllm
 from raybench.engines.base import EngineAdapter, LaunchPlan, adapter_for, known_kinds, register
 
-del _endpoint, _llamacpp, _lmdeploy, _ray_serve_llm, _sglang, _simulated, _tgi, _trtllm, _vllm
+del _dynamo, _endpoint, _llamacpp, _lmdeploy, _ray_serve_llm, _sglang, _simulated, _tgi, _trtllm, _vllm
 
 __all__ = ["EngineAdapter", "LaunchPlan", "adapter_for", "known_kinds", "register"]

@@ -12,10 +12,10 @@ from pydantic import BaseModel
 from raybench.config.job import ModelSpec
 from raybench.engines.metrics import DIALECTS, MetricMap
 from raybench.engines.readiness import ReadinessRule
-from raybench.errors import ConfigError, Problem
+from raybench.errors import ConfigError, EngineError, Problem
 from raybench.loadgen.endpoint import Endpoint
 
-__all__ = ["EngineAdapter", "LaunchPlan", "adapter_for", "known_kinds", "register"]
+__all__ = ["EngineAdapter", "LaunchPlan", "NodeRole", "adapter_for", "known_kinds", "register"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,16 @@ class LaunchPlan:
     files: dict[str, str] = field(default_factory=dict)  # name -> text, written to WORKDIR before launch
 
     WORKDIR = "{workdir}"  # in argv, replaced by the replica's working folder
+
+
+@dataclass(frozen=True)
+class NodeRole:
+    """One node of a replica that spans `nnodes` nodes: its rank (0 serves HTTP) and rank 0's rendezvous."""
+
+    nnodes: int
+    rank: int
+    master_addr: str
+    master_port: int
 
 
 class EngineAdapter(ABC):
@@ -53,6 +63,21 @@ class EngineAdapter(ABC):
     @property
     def num_gpus(self) -> float:
         return 0.0
+
+    @property
+    def nodes(self) -> int | None:
+        """Nodes one replica spans as the spec asks; None: 1, or what tp x pp needs on the cluster."""
+        value = getattr(self.spec, "nodes", None)
+        return int(value) if value is not None else None
+
+    @property
+    def multinode_refusal(self) -> str:
+        """Why one replica of this kind cannot span nodes ("" when it can)."""
+        return str(getattr(type(self.spec), "multinode", "this engine kind runs on one node"))
+
+    def node_launch_plan(self, host: str, port: int, role: NodeRole) -> LaunchPlan:
+        """The command of node `role.rank` of a multi-node replica (rank 0 listens on host:port)."""
+        raise EngineError(f"{self.engine_id}: {self.kind} cannot span nodes: {self.multinode_refusal}")
 
     @property
     def preferred_port(self) -> int | None:

@@ -54,6 +54,7 @@ GAUGES = ("running_requests", "waiting_requests", "kv_cache_usage", "prefix_cach
 COUNTERS = (
     "prefix_cache_queries_total", "prefix_cache_hits_total", "prompt_tokens_total", "generation_tokens_total",
     "ttft_seconds_sum", "ttft_seconds_count", "itl_seconds_sum", "itl_seconds_count",
+    "sim_cpu_seconds_total",  # only the simulated engine exposes it (raybench_sim_cpu_seconds_total)
 )  # fmt: skip
 
 
@@ -64,6 +65,8 @@ class MetricMap:
     names: dict[str, tuple[str, ...]] = field(default_factory=dict)
     path: str = "/metrics"
     format: str = "prometheus"  # or "trtllm-json": trtllm-serve's JSON iteration stats (names are key paths)
+    more: tuple[MetricMap, ...] = ()  # further endpoints of the same server; the first source of a name wins
+    target: str = "server"  # or "ray_nodes": every Ray node's metrics-export port (Ray Serve LLM's engine metrics)
 
 
 def extract_iteration_stats(text: str, metric_map: MetricMap) -> dict[str, tuple[str, float]]:
@@ -168,13 +171,44 @@ DIALECTS: dict[str, MetricMap] = {
         "prompt_tokens_total": ("llamacpp:prompt_tokens_total",),
         "generation_tokens_total": ("llamacpp:tokens_predicted_total",),
     }),
-    "trtllm": MetricMap(
-        {
-            "running_requests": ("numActiveRequests",),
-            "waiting_requests": ("numQueuedRequests",),
-            "prefix_cache_hit_rate": ("kvCacheStats.cacheHitRate",),
+    "trtllm": MetricMap(  # trtllm-serve mounts Prometheus at /prometheus/metrics when the LLM-API option
+        {  # return_perf_metrics is on (tensorrt_llm/metrics/collector.py: MetricsCollector, prefix trtllm_)
+            "running_requests": ("trtllm_num_requests_running",),
+            "waiting_requests": ("trtllm_num_requests_waiting",),
+            "kv_cache_usage": ("trtllm_kv_cache_utilization",),
+            "prefix_cache_hit_rate": ("trtllm_kv_cache_hit_rate",),
+            "prompt_tokens_total": ("trtllm_prompt_tokens_total",),
+            "generation_tokens_total": ("trtllm_generation_tokens_total",),
+            **_histogram("trtllm_", "time_to_first_token_seconds", "time_per_output_token_seconds"),
         },
-        format="trtllm-json",
+        path="/prometheus/metrics",
+        more=(MetricMap(  # older releases: only the JSON iteration stats at /metrics
+            {
+                "running_requests": ("numActiveRequests",),
+                "waiting_requests": ("numQueuedRequests",),
+                "prefix_cache_hit_rate": ("kvCacheStats.cacheHitRate",),
+            },
+            format="trtllm-json",
+        ),),
+    ),
+    "ray_serve_llm": MetricMap(  # vLLM's names through Ray's metrics export (RayPrometheusStatLogger: ":" -> "_",
+        {  # "ray_" prefix) at each node's metrics-export port, when LLMConfig.log_engine_metrics (default true)
+            "running_requests": ("ray_vllm_num_requests_running",),
+            "waiting_requests": ("ray_vllm_num_requests_waiting",),
+            "kv_cache_usage": ("ray_vllm_kv_cache_usage_perc", "ray_vllm_gpu_cache_usage_perc"),
+            "prefix_cache_queries_total": ("ray_vllm_prefix_cache_queries_total",),
+            "prefix_cache_hits_total": ("ray_vllm_prefix_cache_hits_total",),
+            "prompt_tokens_total": ("ray_vllm_prompt_tokens_total",),
+            "generation_tokens_total": ("ray_vllm_generation_tokens_total",),
+            **_histogram("ray_vllm_", "time_to_first_token_seconds", "inter_token_latency_seconds"),
+            "itl_seconds_sum": (
+                "ray_vllm_inter_token_latency_seconds_sum", "ray_vllm_request_time_per_output_token_seconds_sum",
+            ),
+            "itl_seconds_count": (
+                "ray_vllm_inter_token_latency_seconds_count", "ray_vllm_request_time_per_output_token_seconds_count",
+            ),
+        },
+        target="ray_nodes",
     ),
     "none": MetricMap({}),
 }  # fmt: skip
@@ -194,6 +228,20 @@ def _deltas(rows: list[dict[str, Any]], metric: str) -> float | None:
     return sum(spans) if spans else None
 
 
+def _rate_max(rows: list[dict[str, Any]], metric: str) -> float | None:
+    """Highest per-replica rate of a counter over the step's scrapes (per second; None when never seen twice)."""
+    by_replica: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for r in rows:
+        if r["metric"] == metric:
+            by_replica[r["replica"]].append((r["scraped_ns"], r["value"]))
+    rates = [
+        (max(v)[1] - min(v)[1]) / ((max(v)[0] - min(v)[0]) / 1e9)
+        for v in by_replica.values()
+        if len(v) >= 2 and max(v)[0] > min(v)[0]
+    ]
+    return max(rates) if rates else None
+
+
 def _ratio(num: float | None, den: float | None, scale: float = 1.0) -> float | None:
     return num / den * scale if num is not None and den else None
 
@@ -206,6 +254,7 @@ def summarize_step(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "samples": len({(r["replica"], r["scraped_ns"]) for r in rows}),
         "running_requests_mean": _mean(gauges["running_requests"]),
+        "running_requests_max": max(gauges["running_requests"], default=None),
         "waiting_requests_mean": _mean(gauges["waiting_requests"]),
         "waiting_requests_max": max(gauges["waiting_requests"], default=None),
         "kv_cache_usage_mean": _mean(gauges["kv_cache_usage"]),
@@ -215,4 +264,6 @@ def summarize_step(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "generation_tokens": _deltas(rows, "generation_tokens_total"),
         "engine_ttft_mean_ms": _ratio(_deltas(rows, "ttft_seconds_sum"), _deltas(rows, "ttft_seconds_count"), 1e3),
         "engine_itl_mean_ms": _ratio(_deltas(rows, "itl_seconds_sum"), _deltas(rows, "itl_seconds_count"), 1e3),
+        # CPU seconds per wall second of the busiest simulator process over the step (1.0 = one core)
+        "sim_cpu_share": _rate_max(rows, "sim_cpu_seconds_total"),
     }

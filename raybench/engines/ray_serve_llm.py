@@ -34,7 +34,7 @@ class RayServeLLMAdapter(ServerEngineAdapter):
     spec: RayServeLLMEngineSpec
     motor_name = "ray_serve_llm"
     package = "vllm"
-    dialect = "none"  # engine metrics go to Ray's metrics export (ray_vllm:*), not the app port
+    dialect = "ray_serve_llm"  # vLLM's metrics through Ray's metrics export (ray_vllm_*), not the app port
 
     @property
     def num_gpus(self) -> float:

@@ -7,9 +7,10 @@ from abc import abstractmethod
 from typing import Any, ClassVar
 
 from raybench.config.engine import ServerEngineSpec
-from raybench.engines.base import EngineAdapter, LaunchPlan
+from raybench.engines.base import EngineAdapter, LaunchPlan, NodeRole
 from raybench.engines.metrics import DIALECTS, MetricMap
 from raybench.engines.precision import normalize_precision
+from raybench.errors import EngineError
 
 __all__ = ["ServerEngineAdapter", "flag", "switch"]
 
@@ -60,10 +61,20 @@ class ServerEngineAdapter(EngineAdapter):
         """Configuration files the command line refers to under LaunchPlan.WORKDIR."""
         return {}
 
+    def node_flags(self, role: NodeRole) -> list[str]:
+        """The engine's own flags that make this process node `role.rank` of `role.nnodes`."""
+        raise EngineError(f"{self.engine_id}: {self.kind} cannot span nodes: {self.multinode_refusal}")
+
     def launch_plan(self, host: str, port: int) -> LaunchPlan:
+        return self._plan(host, port, [])
+
+    def node_launch_plan(self, host: str, port: int, role: NodeRole) -> LaunchPlan:
+        return self._plan(host, port, self.node_flags(role))
+
+    def _plan(self, host: str, port: int, node_flags: list[str]) -> LaunchPlan:
         command = list(self.spec.launcher) if self.spec.launcher else self.entrypoint()
         return LaunchPlan(
-            argv=[*command, *self.flags(host, port), *self.spec.extra_args],
+            argv=[*command, *self.flags(host, port), *node_flags, *self.spec.extra_args],
             port=port,
             env=dict(self.spec.env),
             ready_timeout_s=self.spec.ready_timeout_s,

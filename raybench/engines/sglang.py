@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from raybench.config.engine import SglangEngineSpec
-from raybench.engines.base import register
+from raybench.engines.base import NodeRole, register
 from raybench.engines.readiness import ReadinessRule
 from raybench.engines.server import ServerEngineAdapter, flag
 
@@ -56,6 +56,14 @@ class SglangAdapter(ServerEngineAdapter):
             *flag("--mem-fraction-static", s.gpu_memory_utilization),
             "--enable-metrics",
         ]
+
+    def node_flags(self, role: NodeRole) -> list[str]:
+        """SGLang's multi-node launch: the same command on every node, `--tp-size` spanning them; rank 0
+        serves HTTP, the others only run their schedulers."""
+        return [
+            "--nnodes", str(role.nnodes), "--node-rank", str(role.rank),
+            "--dist-init-addr", f"{role.master_addr}:{role.master_port}",
+        ]  # fmt: skip
 
     def readiness(self) -> ReadinessRule:
         return ReadinessRule("/health", ("/get_model_info",))

@@ -7,6 +7,7 @@ import sys
 
 from raybench.config.engine import SimulatedEngineSpec
 from raybench.engines.base import EngineAdapter, LaunchPlan, register
+from raybench.engines.metrics import DIALECTS, MetricMap
 from raybench.version import __version__
 
 __all__ = ["SimulatedAdapter"]
@@ -35,6 +36,11 @@ class SimulatedAdapter(EngineAdapter):
             json.dumps(self.spec.sim_config(), sort_keys=True),
         ]
         return LaunchPlan(argv=argv, port=port, ready_timeout_s=60.0)
+
+    def metric_map(self) -> MetricMap:
+        """vLLM's names (the simulator exposes them) plus its own CPU time, for each step's `sim_cpu_share`."""
+        names = {**DIALECTS["vllm"].names, "sim_cpu_seconds_total": ("raybench_sim_cpu_seconds_total",)}
+        return MetricMap(names)
 
     def motor(self) -> str:
         return "simulated"

@@ -22,8 +22,10 @@ _KV_DTYPES = {"fp8": "fp8", "int8": "int8"}
 
 @register("trtllm")
 class TrtLlmAdapter(ServerEngineAdapter):
-    """Readiness: GET /health 200, then the model in /v1/models. Metrics: trtllm-serve serves JSON
-    iteration stats at /metrics (enable_iter_perf_stats in the options file), read as the `trtllm` dialect."""
+    """Readiness: GET /health 200, then the model in /v1/models. Metrics (the `trtllm` dialect): Prometheus
+    at /prometheus/metrics, mounted when `return_perf_metrics` is on (engine-side TTFT/TPOT histograms, KV
+    usage, queue), and the JSON iteration stats at /metrics (`enable_iter_perf_stats`) that older releases
+    have instead; raybench turns both on in the options file."""
 
     spec: TrtLlmEngineSpec
     motor_name = "trtllm"
@@ -57,7 +59,7 @@ class TrtLlmAdapter(ServerEngineAdapter):
             kv["dtype"] = _KV_DTYPES[s.kv_cache_dtype]
         if s.enable_prefix_caching is not None:
             kv["enable_block_reuse"] = s.enable_prefix_caching
-        options: dict[str, Any] = {"enable_iter_perf_stats": True}
+        options: dict[str, Any] = {"enable_iter_perf_stats": True, "return_perf_metrics": True}
         if kv:
             options["kv_cache_config"] = kv
         if s.enable_chunked_prefill is not None:

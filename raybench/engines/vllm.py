@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from raybench.config.engine import VllmEngineSpec
-from raybench.engines.base import register
+from raybench.engines.base import NodeRole, register
 from raybench.engines.readiness import ReadinessRule
 from raybench.engines.server import ServerEngineAdapter, flag, switch
 
@@ -52,6 +52,15 @@ class VllmAdapter(ServerEngineAdapter):
             *flag("--max-num-batched-tokens", s.max_num_batched_tokens),
             *flag("--gpu-memory-utilization", s.gpu_memory_utilization),
         ]
+
+    def node_flags(self, role: NodeRole) -> list[str]:
+        """vLLM's multiprocessing multi-node mode: the same `vllm serve` on every node, tp x pp spanning them;
+        rank 0 serves the API, the other ranks run `--headless` (no API server)."""
+        return [
+            "--distributed-executor-backend", "mp", "--nnodes", str(role.nnodes), "--node-rank", str(role.rank),
+            "--master-addr", role.master_addr, "--master-port", str(role.master_port),
+            *(["--headless"] if role.rank else []),
+        ]  # fmt: skip
 
     def readiness(self) -> ReadinessRule:
         return ReadinessRule("/health")

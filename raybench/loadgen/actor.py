@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import ray
 
 from raybench.loadgen.closed_loop import Shard, run_closed_loop
@@ -14,7 +13,7 @@ from raybench.loadgen.endpoint import Endpoint
 from raybench.loadgen.lag import LoopLagMonitor
 from raybench.loadgen.loop_thread import LoopThread
 from raybench.loadgen.open_loop import MonotonicClock, run_open_loop
-from raybench.loadgen.session import new_session, warm_connections
+from raybench.loadgen.session import StreamSession, new_session, warm_connections
 from raybench.results.store import ResultStore
 from raybench.results.writer import RecordWriter, records_prefix
 from raybench.workloads.base import PromptSource
@@ -44,7 +43,8 @@ class LoadGenerator:
         self.generator_id = generator_id
         self.node_id = node_id
         self._store = store
-        self._session: aiohttp.ClientSession | None = None
+        self._session: StreamSession | None = None
+        self._client_impl = ""
         self._warmed = 0
         self._armed: GeneratorStep | None = None
         self._endpoint: Endpoint | None = None
@@ -59,10 +59,12 @@ class LoadGenerator:
         """This process's monotonic clock, sampled for the driver's offset estimate."""
         return time.perf_counter_ns()
 
-    async def prepare(self, endpoint: Endpoint, source: PromptSource, connections: int) -> None:
-        """Open a session sized to `connections` and warm that many keep-alive connections."""
+    async def prepare(self, endpoint: Endpoint, source: PromptSource, connections: int, client: str = "auto") -> None:
+        """Open a session (`client`: auto, lean or aiohttp; see StreamSession) and warm `connections`
+        keep-alive connections."""
         await self.close()
-        self._session = new_session()
+        self._session = new_session(client)
+        self._client_impl = self._session.impl_for(endpoint)
         self._endpoint = endpoint
         self._source = source
         await warm_connections(self._session, endpoint, connections)
@@ -122,6 +124,7 @@ class LoadGenerator:
             "records": rows,
             "attempt": step.attempt,
             "concurrency": step.shard.concurrency,
+            "client_impl": self._client_impl,
             "max_requests": step.shard.max_requests,
             "active": _active(step.shard),
             "started_wall_ns": woke_ns + step.wall_offset_ns,
@@ -176,8 +179,8 @@ class LoadGeneratorActor:
     def clock_ns(self) -> int:
         return self._gen.clock_ns()
 
-    def prepare(self, endpoint: Endpoint, source: PromptSource, connections: int) -> None:
-        self._loop.run(self._gen.prepare(endpoint, source, connections))
+    def prepare(self, endpoint: Endpoint, source: PromptSource, connections: int, client: str = "auto") -> None:
+        self._loop.run(self._gen.prepare(endpoint, source, connections, client))
 
     def run(self, step: GeneratorStep, start_wall_ns: int) -> dict[str, Any]:
         return self._loop.run(self._gen.run(step, start_wall_ns))

@@ -1,65 +1,42 @@
-"""OpenAI streaming client: sends one request, times every token-bearing SSE event, returns a record."""
+"""OpenAI streaming client: sends one request, times every token-bearing SSE event, returns a record.
+
+`send_streaming` takes the lean transport (wire.py) for a StreamSession's http:// URLs and aiohttp
+otherwise (https://, `client: aiohttp`, or a plain aiohttp.ClientSession); both fill the same record
+through events.py.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import Coroutine
 from typing import Any
 
 import aiohttp
 import orjson
 
 from raybench.loadgen.endpoint import Endpoint
-from raybench.loadgen.sse import SSEDecoder, SSEEvent
+from raybench.loadgen.events import RequestOutcome, finish_outcome, not_event_stream, read_events
+from raybench.loadgen.session import HttpSession, StreamSession
+from raybench.loadgen.wire_pool import begin_wire, send_wire
 
-__all__ = ["RequestOutcome", "build_payload", "encode_body", "read_events", "send_streaming"]
+__all__ = [
+    "RequestOutcome",
+    "begin_streaming",
+    "build_payload",
+    "encode_body",
+    "not_event_stream",
+    "read_events",
+    "send_streaming",
+]
 
 _clock = time.perf_counter_ns
-
-# orjson: 4x faster than json on chunk-sized objects (benchmarks/hotpath.py); a declared dependency
-_loads = orjson.loads
+_finish = finish_outcome  # the name tests and older callers import
 
 
 def encode_body(body: dict[str, Any]) -> bytes:
     """The request body as JSON bytes; open-loop sends encode it before the send instant."""
     return orjson.dumps(body)
-
-
-_MAX_ERROR_CHARS = 500
-
-
-@dataclass
-class RequestOutcome:
-    """The timing and token fields of one request, filled while its stream is read (MEASUREMENT.md)."""
-
-    sent_ns: int = 0
-    first_chunk_ns: int | None = None
-    first_token_ns: int | None = None
-    last_token_ns: int | None = None
-    done_ns: int = 0
-    chunk_ns: list[int] = field(default_factory=list)
-    chunk_tokens: list[int] = field(default_factory=list)
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    token_count_source: str = "chunk_count"
-    status: str = "ok"
-    http_status: int | None = None
-    error_type: str | None = None
-    error_message: str | None = None
-    saw_done: bool = False
-    saw_finish: bool = False
-    usage_completion_tokens: int = 0
-    continuous_usage: bool = False
-
-    def fail(self, status: str, error_type: str, message: str) -> None:
-        """Mark the request failed; the first failure wins."""
-        if self.status == "ok":
-            self.status = status
-            self.error_type = error_type
-            self.error_message = message[:_MAX_ERROR_CHARS]
 
 
 def build_payload(endpoint: Endpoint, prompt: str, max_tokens: int) -> dict[str, Any]:
@@ -84,7 +61,7 @@ def build_payload(endpoint: Endpoint, prompt: str, max_tokens: int) -> dict[str,
 
 
 async def send_streaming(
-    session: aiohttp.ClientSession,
+    session: HttpSession,
     endpoint: Endpoint,
     url: str,
     body: dict[str, Any] | bytes,
@@ -92,8 +69,29 @@ async def send_streaming(
 ) -> RequestOutcome:
     """Send `body` (a payload, or one already encoded by `encode_body`) to `url` and read the stream
     to its end; every failure becomes a status, never raises."""
-    out = RequestOutcome(continuous_usage=endpoint.continuous_usage_stats)
     data = body if isinstance(body, bytes) else encode_body(body)
+    if isinstance(session, StreamSession):
+        if session.lean_for(url):
+            return await send_wire(session.pool, endpoint, url, data, timeout_s)
+        session = session.aiohttp_session()
+    return await _send_aiohttp(session, endpoint, url, data, timeout_s)
+
+
+def begin_streaming(
+    session: HttpSession, endpoint: Endpoint, url: str, body: bytes, timeout_s: float
+) -> Coroutine[Any, Any, RequestOutcome] | None:
+    """Send now, without waiting, when that is possible (the lean client with an idle connection): the
+    request is written before this returns and the coroutine waits for its record. None otherwise
+    (then use `send_streaming`)."""
+    if isinstance(session, StreamSession) and session.lean_for(url):
+        return begin_wire(session.pool, endpoint, url, body, timeout_s)
+    return None
+
+
+async def _send_aiohttp(
+    session: aiohttp.ClientSession, endpoint: Endpoint, url: str, data: bytes, timeout_s: float
+) -> RequestOutcome:
+    out = RequestOutcome(continuous_usage=endpoint.continuous_usage_stats)
     headers = {"Content-Type": "application/json"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
@@ -105,6 +103,9 @@ async def send_streaming(
             if response.status != 200:
                 text = await response.text(errors="replace")
                 out.fail("http_error", f"http_{response.status}", text)
+            elif not_stream := not_event_stream(response.headers.get("Content-Type")):
+                head = (await response.content.read(200)).decode("utf-8", errors="replace")
+                out.fail("protocol_error", not_stream, f"{response.content_type} answer, not SSE: {head!r}")
             else:
                 await _read_stream(response, out)
     except asyncio.TimeoutError:
@@ -120,91 +121,9 @@ async def send_streaming(
     out.done_ns = _clock()
     if out.sent_ns == 0:
         out.sent_ns = out.done_ns
-    _finish(out)
+    finish_outcome(out)
     return out
 
 
 async def _read_stream(response: aiohttp.ClientResponse, out: RequestOutcome) -> None:
     await read_events(response.content.iter_any(), out)
-
-
-async def read_events(
-    reads: AsyncIterator[bytes], out: RequestOutcome, clock: Callable[[], int] = time.perf_counter_ns
-) -> None:
-    """Fill `out` from a stream's raw reads (any split); each event is timed at the read that completed it."""
-    decoder = SSEDecoder()
-    async for chunk in reads:
-        now = clock()
-        for event in decoder.feed(chunk):
-            if not _on_event(event, now, out):
-                return
-    for event in decoder.close():
-        if not _on_event(event, clock(), out):
-            return
-    if not (out.saw_done or out.saw_finish):
-        out.fail("disconnect", "stream_incomplete", "stream ended before [DONE] or a finish_reason")
-
-
-def _on_event(event: SSEEvent, now: int, out: RequestOutcome) -> bool:
-    """Apply one event; return False when the stream is over (done or failed)."""
-    if event.data == "[DONE]":
-        out.saw_done = True
-        return False
-    try:
-        chunk = _loads(event.data)
-    except ValueError:  # orjson.JSONDecodeError is a ValueError too
-        out.fail("protocol_error", "malformed_event", f"event is not JSON: {event.data[:200]!r}")
-        return False
-    if event.event == "error" or (isinstance(chunk, dict) and "error" in chunk):
-        out.fail("http_error", "server_error_event", json.dumps(chunk)[:_MAX_ERROR_CHARS])
-        return False
-    if not isinstance(chunk, dict):
-        out.fail("protocol_error", "malformed_event", f"event is not a JSON object: {event.data[:200]!r}")
-        return False
-    _on_chunk(chunk, now, out)
-    return True
-
-
-def _on_chunk(chunk: dict[str, Any], now: int, out: RequestOutcome) -> None:
-    usage = chunk.get("usage")
-    new_tokens = 1
-    if isinstance(usage, dict):
-        completion = usage.get("completion_tokens")
-        if isinstance(completion, int):
-            if out.continuous_usage:
-                new_tokens = completion - out.usage_completion_tokens
-            out.usage_completion_tokens = completion
-            out.output_tokens = completion
-        prompt_tokens = usage.get("prompt_tokens")
-        if isinstance(prompt_tokens, int):
-            out.input_tokens = prompt_tokens
-        out.token_count_source = "server_usage"
-    choices = chunk.get("choices")
-    if not choices:
-        return
-    if out.first_chunk_ns is None:
-        out.first_chunk_ns = now
-    choice = choices[0]
-    if choice.get("finish_reason"):
-        out.saw_finish = True
-    if _has_output(choice):
-        if out.first_token_ns is None:
-            out.first_token_ns = now
-        out.last_token_ns = now
-        out.chunk_ns.append(now)
-        out.chunk_tokens.append(max(new_tokens, 1))
-
-
-def _has_output(choice: dict[str, Any]) -> bool:
-    if choice.get("text"):
-        return True
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        return bool(delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"))
-    return False
-
-
-def _finish(out: RequestOutcome) -> None:
-    if out.output_tokens is None:
-        out.output_tokens = sum(out.chunk_tokens)
-        out.token_count_source = "chunk_count"

@@ -7,25 +7,21 @@ server or a concurrency cap shows up as queue time and TTFT-from-schedule (no co
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
+import functools
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Protocol
 
-import aiohttp
-
-from raybench.loadgen.client import RequestOutcome, build_payload, encode_body, send_streaming
-from raybench.loadgen.closed_loop import ClosedLoopResult, PromptSource, Shard, Sink, outcome_record
+from raybench.loadgen.client import RequestOutcome, begin_streaming, encode_body, send_streaming
+from raybench.loadgen.closed_loop import ClosedLoopResult, PromptSource, Shard, Sink, outcome_record, turn_payload
+from raybench.loadgen.conversation import Budget, TurnSender, run_session, session_source, timed_arrivals, timed_source
 from raybench.loadgen.endpoint import Balancer, Endpoint
+from raybench.loadgen.instant import MonotonicClock, at_instant
 from raybench.loadgen.schedule import ArrivalSchedule
+from raybench.loadgen.session import HttpSession
 
 __all__ = ["Clock", "MonotonicClock", "SendFn", "run_open_loop"]
 
-SendFn = Callable[[aiohttp.ClientSession, Endpoint, str, bytes, float], Awaitable[RequestOutcome]]
-
-_COARSE_NS = 2_000_000  # loop timers wake up to ~1 ms off: they cover all but the last 2 ms
-_FINE_MIN_NS = 100_000  # below this, yielding to the loop is cheaper than a thread handoff
-_HANDOFF_NS = 60_000  # typical time from the helper thread's wake to the loop running the send
+SendFn = Callable[[HttpSession, Endpoint, str, bytes, float], Awaitable[RequestOutcome]]
 
 
 class Clock(Protocol):
@@ -35,47 +31,8 @@ class Clock(Protocol):
     async def sleep_until(self, target_ns: int) -> None: ...
 
 
-class MonotonicClock:
-    """perf_counter_ns, and a wait that returns at `target_ns`, not up to a millisecond off.
-
-    Loop timers are millisecond-grained (uvloop's clock counts whole ms), so a send timed by them
-    alone is off by ~0.5 ms typically. The loop timer sleeps to about 2 ms before the instant; the
-    rest is a precise OS sleep in a helper thread, which hands the loop back its wake-up: no spinning,
-    and the loop keeps serving other streams meanwhile.
-    """
-
-    def __init__(self) -> None:
-        self._waker: ThreadPoolExecutor | None = None
-
-    def now_ns(self) -> int:
-        return time.perf_counter_ns()
-
-    async def sleep_until(self, target_ns: int) -> None:
-        remaining = target_ns - time.perf_counter_ns()
-        if remaining > _COARSE_NS:
-            await asyncio.sleep((remaining - _COARSE_NS) / 1e9)
-            remaining = target_ns - time.perf_counter_ns()
-        if remaining > _FINE_MIN_NS:
-            if self._waker is None:
-                self._waker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="raybench-waker")
-            await asyncio.get_running_loop().run_in_executor(self._waker, _sleep_until, target_ns)
-        while time.perf_counter_ns() < target_ns:  # the last few microseconds
-            await asyncio.sleep(0)
-
-    def close(self) -> None:
-        if self._waker is not None:
-            self._waker.shutdown(wait=False)
-            self._waker = None
-
-
-def _sleep_until(target_ns: int) -> None:
-    remaining = target_ns - time.perf_counter_ns()
-    if remaining > _HANDOFF_NS:
-        time.sleep((remaining - _HANDOFF_NS) / 1e9)  # wake the loop a little early: the handoff takes time
-
-
 async def run_open_loop(
-    session: aiohttp.ClientSession,
+    session: HttpSession,
     endpoint: Endpoint,
     source: PromptSource,
     shard: Shard,
@@ -85,44 +42,95 @@ async def run_open_loop(
     clock: Clock | None = None,
     send: SendFn = send_streaming,
 ) -> ClosedLoopResult:
-    """Send this shard's arrivals from `start_ns` until its deadline or budget; each request to `sink`."""
+    """Send this shard's arrivals from `start_ns` until its deadline or budget; each request to `sink`.
+
+    A trace source (raybench.loadgen.conversation) gives the arrival instants itself; a multi-turn source
+    starts a session at each arrival, whose later turns follow its think times.
+    """
     if shard.rate_per_s is None:
         raise ValueError("run_open_loop needs a shard with rate_per_s; use run_closed_loop for concurrency")
     own_clock = clock is None
     clock = clock or MonotonicClock()
-    schedule = ArrivalSchedule(shard.rate_per_s, shard.arrival, shard.seed, shard.burstiness)
     deadline_ns = start_ns + int(shard.duration_s * 1e9) if shard.duration_s is not None else None
+    budget = Budget(deadline_ns, shard.max_requests)
     cap = asyncio.Semaphore(shard.concurrency) if shard.concurrency > 0 else None
-    balancer = Balancer(endpoint)
+    out = _Out(session, Balancer(endpoint), shard.timeout_s, cap, send, sink)
+    sessions = session_source(source)
     in_flight: set[asyncio.Task[None]] = set()
-    issued, first_ns, last_ns = 0, None, None
-    for number, offset_ns in schedule.shard(shard.prompt_offset, shard.prompt_stride):
+    first_ns, last_ns, exhausted = None, None, True
+    for index, offset_ns, prompt_of in _arrivals(source, shard):
         target_ns = start_ns + offset_ns
-        if (deadline_ns is not None and target_ns >= deadline_ns) or (
-            shard.max_requests is not None and issued >= shard.max_requests
-        ):
+        if not budget.open(target_ns):
+            exhausted = False
             break
-        index = shard.prompt_base + number
-        prompt = source.prompt(index)  # built before the instant: only the send happens on time
-        body = encode_body(build_payload(endpoint, prompt.text, prompt.output_tokens))
-        await clock.sleep_until(target_ns)
-        request = _Request(f"{shard.request_id_prefix}{index}", index, body, prompt.fingerprint, prompt.output_tokens)
-        task = asyncio.create_task(_send_one(session, balancer, request, target_ns, shard.timeout_s, cap, send, sink))
+        work: Awaitable[object]
+        if sessions is not None:
+            plan = sessions.session(index)
+            prefix = f"{shard.request_id_prefix}{index}"
+            await clock.sleep_until(target_ns)
+            work = run_session(plan, prefix, target_ns, clock, budget.take, _turn_sender(out, endpoint, index, clock))
+        else:
+            budget.take(target_ns)
+            request = _Request.of(f"{shard.request_id_prefix}{index}", index, prompt_of(), endpoint)
+            # the prompt is built before the instant: only the send is timed, and written in the wake-up itself
+            work = await at_instant(clock, target_ns, lambda: _begin_one(out, request, target_ns))  # noqa: B023
+        task = asyncio.create_task(_discard(work))
         in_flight.add(task)
         task.add_done_callback(in_flight.discard)
-        issued += 1
         first_ns = target_ns if first_ns is None else first_ns
         last_ns = target_ns
-    stopped_ns = deadline_ns if deadline_ns is not None else last_ns
+    stopped_ns = last_ns if exhausted or deadline_ns is None else deadline_ns  # a trace can end before the deadline
     if own_clock and isinstance(clock, MonotonicClock):
         clock.close()
     if in_flight:
         await asyncio.gather(*in_flight)
-    return ClosedLoopResult(issued, first_ns, stopped_ns if issued else None)
+    return ClosedLoopResult(budget.taken, first_ns, stopped_ns if budget.taken else None)
+
+
+def _arrivals(source: PromptSource, shard: Shard) -> Iterator[tuple[int, int, Callable[[], Any]]]:
+    """(prompt index, offset ns, its prompt) of this shard's arrivals: the seeded arrival schedule, or a
+    trace's own instants (every step replays the same trace: request `number` at the trace's instant)."""
+    rate = shard.rate_per_s or 0.0
+    base = shard.prompt_base
+    timed = timed_source(source)
+    if timed is not None:
+        for number, offset_ns in timed_arrivals(timed, rate, shard.prompt_offset, shard.prompt_stride):
+            yield base + number, offset_ns, functools.partial(timed.request, number, base)
+        return
+    schedule = ArrivalSchedule(rate, shard.arrival, shard.seed, shard.burstiness)
+    for number, offset_ns in schedule.shard(shard.prompt_offset, shard.prompt_stride):
+        yield base + number, offset_ns, functools.partial(source.prompt, base + number)
+
+
+async def _discard(work: Awaitable[object]) -> None:
+    await work
+
+
+class _Out:
+    """Where and how this shard's requests go."""
+
+    def __init__(
+        self, http: HttpSession, balancer: Balancer, timeout_s: float, cap: asyncio.Semaphore | None, send: SendFn,
+        sink: Sink,
+    ) -> None:  # fmt: skip
+        self.http, self.balancer, self.timeout_s, self.cap, self.send, self.sink = (
+            http, balancer, timeout_s, cap, send, sink
+        )  # fmt: skip
+
+
+def _turn_sender(out: _Out, endpoint: Endpoint, index: int, clock: Clock) -> TurnSender:
+    """Sends one turn of session `index` (through the cap, like any request) and returns its reply's end."""
+
+    async def send_turn(prompt: Any, request_id: str, scheduled_ns: int) -> int:
+        request = _Request.of(request_id, index, prompt, endpoint)
+        await _send_one(out.http, out.balancer, request, scheduled_ns, out.timeout_s, out.cap, out.send, out.sink)
+        return clock.now_ns()
+
+    return send_turn
 
 
 class _Request:
-    __slots__ = ("body", "fingerprint", "index", "request_id", "requested_output_tokens")
+    __slots__ = ("body", "fingerprint", "index", "request_id", "requested_output_tokens", "session_id", "turn")
 
     def __init__(self, request_id: str, index: int, body: bytes, fingerprint: str, requested: int) -> None:
         self.requested_output_tokens = requested
@@ -130,10 +138,43 @@ class _Request:
         self.index = index
         self.body = body
         self.fingerprint = fingerprint
+        self.session_id: str | None = None
+        self.turn: int | None = None
+
+    @classmethod
+    def of(cls, request_id: str, index: int, prompt: Any, endpoint: Endpoint) -> _Request:
+        """The request of `prompt`, its body encoded now (before the send instant)."""
+        body = encode_body(turn_payload(endpoint, prompt))
+        request = cls(request_id, index, body, prompt.fingerprint, prompt.output_tokens)
+        request.session_id = getattr(prompt, "session_id", None)
+        request.turn = getattr(prompt, "turn", None)
+        return request
+
+
+def _begin_one(out: _Out, request: _Request, scheduled_ns: int) -> Awaitable[None]:
+    """The work of one arrival. When it can go out without waiting (lean client, idle connection, no cap),
+    the request is written before this returns; otherwise the work sends it once it runs (a task hop later)."""
+    if out.cap is None and out.send is send_streaming:
+        url, slot = out.balancer.acquire(request.index)
+        started = begin_streaming(out.http, out.balancer.endpoint, url, request.body, out.timeout_s)
+        if started is not None:
+            return _finish_one(out, request, scheduled_ns, started, slot)
+        out.balancer.release(slot)
+    return _send_one(out.http, out.balancer, request, scheduled_ns, out.timeout_s, out.cap, out.send, out.sink)
+
+
+async def _finish_one(
+    out: _Out, request: _Request, scheduled_ns: int, started: Awaitable[RequestOutcome], slot: int
+) -> None:
+    try:
+        outcome = await started
+    finally:
+        out.balancer.release(slot)
+    _sink_record(out.sink, outcome, request, scheduled_ns)
 
 
 async def _send_one(
-    session: aiohttp.ClientSession,
+    session: HttpSession,
     balancer: Balancer,
     request: _Request,
     scheduled_ns: int,
@@ -147,11 +188,18 @@ async def _send_one(
     else:
         async with cap:  # FIFO: queued arrivals go out in schedule order, their wait is queue time
             out = await _send_balanced(session, balancer, request, timeout_s, send)
-    sink(outcome_record(out, request.request_id, scheduled_ns, request.fingerprint, request.requested_output_tokens))
+    _sink_record(sink, out, request, scheduled_ns)
+
+
+def _sink_record(sink: Sink, out: RequestOutcome, request: _Request, scheduled_ns: int) -> None:
+    record = outcome_record(out, request.request_id, scheduled_ns, request.fingerprint, request.requested_output_tokens)
+    record["session_id"] = request.session_id
+    record["turn"] = request.turn
+    sink(record)
 
 
 async def _send_balanced(
-    session: aiohttp.ClientSession, balancer: Balancer, request: _Request, timeout_s: float, send: SendFn
+    session: HttpSession, balancer: Balancer, request: _Request, timeout_s: float, send: SendFn
 ) -> RequestOutcome:
     url, slot = balancer.acquire(request.index)  # the replica is chosen when the request leaves, not queued
     try:

@@ -1,21 +1,73 @@
-"""The generator's HTTP session: an unbounded keep-alive pool, big read buffers, pre-warmed connections."""
+"""The generator's HTTP session: the lean keep-alive pool for http:// (wire.py), aiohttp for https:// or on
+request, big read buffers, pre-warmed connections, and which client was used (recorded per step)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from types import SimpleNamespace
+from typing import Literal, TypeAlias
 
 import aiohttp
 
 from raybench.loadgen.endpoint import Endpoint
+from raybench.loadgen.wire_pool import WirePool
 
-__all__ = ["new_session", "warm_connections"]
+__all__ = ["CLIENTS", "ClientChoice", "HttpSession", "StreamSession", "new_session", "warm_connections"]
 
 READ_BUFSIZE = 1 << 20  # long SSE events (big usage or logprobs payloads) never hit a line limit
 
+ClientChoice = Literal["auto", "lean", "aiohttp"]
+CLIENTS: tuple[str, ...] = ("auto", "lean", "aiohttp")
 
-def new_session() -> aiohttp.ClientSession:
+
+class StreamSession:
+    """What the runners send through. `auto`: the lean client for http:// URLs, aiohttp for https://;
+    `lean`: the lean client only (https:// refused); `aiohttp`: aiohttp for every URL (the A/B baseline)."""
+
+    def __init__(self, client: str = "auto") -> None:
+        if client not in CLIENTS:
+            raise ValueError(f"unknown client {client!r}; use one of {', '.join(CLIENTS)}")
+        self.client = client
+        self.pool = WirePool()
+        self._aiohttp: aiohttp.ClientSession | None = None
+
+    def lean_for(self, url: str) -> bool:
+        """Whether a request to `url` goes through the lean client."""
+        if self.client == "aiohttp":
+            return False
+        if url.startswith("http://"):
+            return True
+        if self.client == "lean":
+            raise ValueError(f"client 'lean' sends to http:// only, not {url!r}; set the client to auto or aiohttp")
+        return False
+
+    def impl_for(self, endpoint: Endpoint) -> str:
+        """The client the endpoint's requests use: `lean`, `aiohttp`, or `lean+aiohttp` (mixed schemes)."""
+        used = {"lean" if self.lean_for(base) else "aiohttp" for base in endpoint.base_urls}
+        return "+".join(sorted(used, key=("lean", "aiohttp").index))
+
+    def aiohttp_session(self) -> aiohttp.ClientSession:
+        if self._aiohttp is None:
+            self._aiohttp = _new_aiohttp_session()
+        return self._aiohttp
+
+    async def close(self) -> None:
+        self.pool.close()
+        if self._aiohttp is not None:
+            await self._aiohttp.close()
+            self._aiohttp = None
+
+
+HttpSession: TypeAlias = aiohttp.ClientSession | StreamSession
+
+
+def new_session(client: str = "auto") -> StreamSession:
+    """A session for one generator; see StreamSession for the `client` choice."""
+    return StreamSession(client)
+
+
+def _new_aiohttp_session() -> aiohttp.ClientSession:
     """No pool limit (the load sets how many connections), no total timeout (each request sets its own),
     and `sent_ns` stamped when the request body is handed to the socket (see `sent_trace`)."""
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60)
@@ -44,9 +96,19 @@ async def _stamp_sent(
         outcome.sent_ns = time.perf_counter_ns()
 
 
-async def warm_connections(session: aiohttp.ClientSession, endpoint: Endpoint, connections: int) -> None:
+async def warm_connections(session: HttpSession, endpoint: Endpoint, connections: int) -> None:
     """Open `connections` keep-alive connections (round-robin over base URLs) before any timed request."""
-    await asyncio.gather(*(_warm(session, endpoint, i) for i in range(connections)))
+    bases = endpoint.base_urls
+    indices = list(range(connections))
+    if isinstance(session, StreamSession):
+        lean = {b for b in bases if session.lean_for(b)}
+        shares = [len(range(i, connections, len(bases))) for i in range(len(bases))]
+        await asyncio.gather(*(session.pool.warm(b + "/", n) for b, n in zip(bases, shares) if b in lean))
+        indices = [i for i in indices if bases[i % len(bases)] not in lean]  # the https:// ones
+        if not indices:
+            return
+        session = session.aiohttp_session()
+    await asyncio.gather(*(_warm(session, endpoint, i) for i in indices))
 
 
 async def _warm(session: aiohttp.ClientSession, endpoint: Endpoint, index: int) -> None:

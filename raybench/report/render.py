@@ -15,6 +15,7 @@ from typing import Any, Literal
 from rich.console import Console
 from rich.table import Table
 
+from raybench.report.dynamo import dynamo_sections
 from raybench.report.tables import BEST_COLUMNS, PARETO_COLUMNS, SATURATION_COLUMNS, Column, Report
 
 __all__ = ["FORMATS", "cell", "render_csv", "render_json", "render_markdown", "render_table", "slo_line"]
@@ -48,6 +49,7 @@ def _sections(report: Report) -> list[tuple[str, Sequence[Column], list[dict[str
     ]
     for label, rows in report.saturation.items():
         sections.append((f"Saturation — {label}", SATURATION_COLUMNS, rows))
+    sections.extend(dynamo_sections(report))  # only when the report holds Dynamo deployments
     return sections
 
 

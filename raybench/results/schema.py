@@ -16,7 +16,8 @@ __all__ = [
 ]
 
 # 2: `attempt` column (each execution of a step is an attempt; a step's marker names the one that counts).
-SCHEMA_VERSION = "2"
+# 3: `session_id` and `turn` columns (multi-turn sessions, traces that name sessions; null otherwise).
+SCHEMA_VERSION = "3"
 
 STATUSES = ("ok", "http_error", "timeout", "disconnect", "protocol_error", "cancelled")
 PHASES = ("warmup", "measure")
@@ -55,6 +56,9 @@ RECORD_SCHEMA = pa.schema(
         pa.field("wall_offset_ns", pa.int64(), nullable=False),
         pa.field("prompt_fingerprint", pa.string()),
         pa.field("requested_output_tokens", pa.int32()),
+        # null for single-turn workloads and in parts written before schema version 3 (read back as null)
+        pa.field("session_id", pa.string()),
+        pa.field("turn", pa.int32()),
     ],
     metadata={b"raybench.schema_version": SCHEMA_VERSION.encode()},
 )

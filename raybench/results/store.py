@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
@@ -98,9 +99,14 @@ class ResultStore:
                 stream.write(data)
             return
         temp = f"{parent}/.tmp-{uuid.uuid4().hex}"
-        with self._fs.open_output_stream(temp) as stream:
-            stream.write(data)
-        self._fs.move(temp, target)
+        try:
+            with self._fs.open_output_stream(temp) as stream:
+                stream.write(data)
+            self._fs.move(temp, target)
+        except OSError:  # a full disk: drop the partial temporary file, it only holds space
+            with contextlib.suppress(OSError):
+                self._fs.delete_file(temp)
+            raise
 
     def write_text(self, relative: str, text: str) -> None:
         self.write_bytes(relative, text.encode("utf-8"))
@@ -212,6 +218,8 @@ def _explain(exc: OSError) -> str:
               "invalid_access_key", "signaturedoesnotmatch", "signature_does_not_match")  # fmt: skip
     if any(m in low for m in denied):  # botocore spells codes AccessDenied, pyarrow ACCESS_DENIED
         return f"{text} — check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY) and the bucket policy"
+    if "no space left" in low or "disk quota exceeded" in low:
+        return f"{text} — the disk is full; free space (or choose another --output), then resume the run"
     if "permission denied" in low or "read-only" in low:
         return f"{text} — the path is not writable; choose another --output"
     return text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import uuid
 from dataclasses import dataclass, field
@@ -14,18 +15,25 @@ from raybench.config.job import JobSpec
 from raybench.deploy.deployment import EngineDeployment
 from raybench.deploy.observe import StepObserver
 from raybench.engines import adapter_for
-from raybench.errors import EngineError, StorageOutage
+from raybench.errors import EngineError, StorageError
 from raybench.report.console import print_engine_summary
 from raybench.results.catalog import run_manifest
 from raybench.results.store import ResultStore
 from raybench.sweep.fleet import Fleet
 from raybench.sweep.provenance import now_iso, provenance
-from raybench.sweep.resume import incomplete_runs_hint, open_resumed_run, outage_aborted, read_markers
+from raybench.sweep.resume import (
+    incomplete_runs_hint,
+    interrupted,
+    open_resumed_run,
+    read_markers,
+    storage_aborted,
+)
 from raybench.sweep.session import ray_session
 from raybench.sweep.steps import SweepContext, knee_of, sweep_engine
 from raybench.sweep.summary import build_summary
 from raybench.version import __version__
 from raybench.workloads import PromptSource, source_for
+from raybench.workloads.prepare import workload_cache
 
 __all__ = ["RunResult", "new_run_id", "run_job"]
 
@@ -84,10 +92,12 @@ def run_job(
 
     With `resume` (a run id), continue that incomplete run: engines with a summary and steps with a
     completion marker are skipped; the step in flight when it stopped is re-run as a new attempt.
-    Storage down for longer than `output.max_outage_s` stops the run: RunAborted names the safe steps.
+    Storage down for longer than `output.max_outage_s`, or failing for good (disk full, access lost), stops
+    the run: RunAborted names the safe steps. Ctrl-C stops it too: RunInterrupted, the same, exit code 130.
     """
     console = console or Console()
-    source = source_for(spec.workload, spec.model.tokenizer)  # dataset problems surface before any deploy
+    cache = workload_cache(spec.output.uri, spec.output.endpoint_url, spec.output.region)  # prepared datasets
+    source = source_for(spec.workload, spec.model.tokenizer, cache)  # dataset problems surface before any deploy
     run_id, store = _open_run(spec, resume, console, job_path)
     result = RunResult(run_id=run_id, uri=store.uri, resumed=resume is not None)
     verb = "resuming" if resume else "run"
@@ -97,21 +107,33 @@ def run_job(
         if pending:
             _run_engines(spec, pending, run_id, store, result, console, source, dashboard)
         store.write_json("_COMPLETE", {"run_id": run_id, "finished_at": now_iso(), "failures": result.failures})
+    except KeyboardInterrupt:  # Ctrl-C: engines and generators are torn down by now; say what is kept
+        _mark_interrupted(store)
+        safe = {e: sorted(done) for e, done in result.safe_steps.items()}
+        raise interrupted(run_id, job_path, safe, sorted(result.summaries)) from None
     except Exception as exc:
-        outage = _outage(exc)  # raised here, or by a generator (inside a Ray task error), or during cleanup
-        if outage is None:
+        failure = _storage_failure(exc)  # raised here, or by a generator (inside a Ray task error), or in cleanup
+        if failure is None:
             raise
         safe = {e: sorted(done) for e, done in result.safe_steps.items()}
-        raise outage_aborted(outage, run_id, job_path, safe, sorted(result.summaries)) from None
+        raise storage_aborted(failure, run_id, job_path, safe, sorted(result.summaries)) from None
     return result
 
 
-def _outage(exc: BaseException) -> StorageOutage | None:
+def _mark_interrupted(store: ResultStore) -> None:
+    """Note the interruption in run.json (best effort: the run stays incomplete, `_COMPLETE` absent, either way)."""
+    with contextlib.suppress(StorageError):
+        manifest = store.read_json("run.json") if store.exists("run.json") else {}
+        manifest["interrupted_at"] = [*manifest.get("interrupted_at", []), now_iso()]
+        store.write_json("run.json", manifest)
+
+
+def _storage_failure(exc: BaseException) -> StorageError | None:
     seen: BaseException | None = exc
     for _ in range(8):
         if seen is None:
             return None
-        if isinstance(seen, StorageOutage):
+        if isinstance(seen, StorageError):
             return seen
         cause = getattr(seen, "cause", None)  # ray.exceptions.RayTaskError: the task's own exception
         seen = cause if isinstance(cause, BaseException) else (seen.__cause__ or seen.__context__)

@@ -136,7 +136,7 @@ class Fleet:
         shares = split_evenly(max_concurrency, len(self._actors))
         source_ref = ray.put(source)  # shipped once, however large the dataset
         self._prepared = (endpoint, source_ref, shares)
-        ray.get([a.prepare.remote(endpoint, source_ref, n) for a, n in zip(self._actors, shares)])
+        ray.get([a.prepare.remote(endpoint, source_ref, n, self.spec.client) for a, n in zip(self._actors, shares)])
 
     def arm(self, steps: list[GeneratorStep]) -> None:
         """The ready barrier: every generator holds its shard with its connections warm."""
@@ -171,7 +171,7 @@ class Fleet:
                 self.offsets[i] = self._offset(i)
             if self._prepared is not None:
                 endpoint, source_ref, shares = self._prepared
-                ray.get(self._actors[i].prepare.remote(endpoint, source_ref, shares[i]))
+                ray.get(self._actors[i].prepare.remote(endpoint, source_ref, shares[i], self.spec.client))
             self.revived.append({"generator_id": gid, "node_id": self.node_ids[i]})
 
     def actor(self, generator_id: str) -> Any:

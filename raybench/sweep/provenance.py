@@ -41,6 +41,7 @@ def provenance(
         "replicas": replicas,
         "dataset_fingerprint": workload_fingerprint(source),
         "workload": source.describe(),
+        "workload_prepared": _preparation(source),
         "token_counter": {"identity": source.counter.identity, "exact": source.counter.exact},
         "seed": spec.workload.seed,
         "ray_version": ray.__version__,
@@ -54,3 +55,9 @@ def provenance(
         "started_at": started_at,
         "finished_at": now_iso(),
     }
+
+
+def _preparation(source: PromptSource) -> dict[str, Any] | None:
+    """How a prepared dataset was obtained this time (`local`, `ray_data`, or `cache` on a resume); None if not."""
+    preparation = getattr(source, "preparation", None)
+    return dict(preparation()) if callable(preparation) else None

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from raybench.config.job import JobSpec
 from raybench.config.loader import parse_job, spec_sha256
-from raybench.errors import RaybenchError, RunAborted, StorageOutage
+from raybench.errors import RunAborted, RunInterrupted, StorageError, StorageOutage, UsageError
 from raybench.results.catalog import list_runs
 from raybench.results.schema import RECORD_SCHEMA
 from raybench.results.store import ResultStore
@@ -23,11 +23,14 @@ from raybench.results.writer import records_prefix
 
 __all__ = [
     "incomplete_runs_hint",
+    "interrupted",
     "marker_path",
     "next_attempt",
     "open_resumed_run",
     "outage_aborted",
     "read_markers",
+    "safe_text",
+    "storage_aborted",
     "write_marker",
 ]
 
@@ -65,15 +68,15 @@ def open_resumed_run(root: ResultStore, run_id: str, spec: JobSpec) -> ResultSto
     """The folder of run `run_id`, checked: it exists, is incomplete, and was started from this job."""
     run = root.child(run_id)
     if not run.exists("run.json") and not run.exists("job.yaml"):
-        raise RaybenchError(
+        raise UsageError(
             f"no run {run_id!r} under {root.uri}; "
             f"list resumable runs with `raybench runs {root.uri} --status incomplete`"
         )
     if run.exists("_COMPLETE"):
-        raise RaybenchError(f"run {run_id} is already complete; nothing to resume (start a new run without --resume)")
+        raise UsageError(f"run {run_id} is already complete; nothing to resume (start a new run without --resume)")
     stored = parse_job(_yaml(run), source=f"{run.uri}/job.yaml")
     if spec_sha256(stored) != spec_sha256(spec):
-        raise RaybenchError(
+        raise UsageError(
             f"run {run_id} was started from a different job spec ({_differences(stored, spec)}); resume it with the "
             "same job file and --set overrides it was started with, or start a new run"
         )
@@ -110,13 +113,39 @@ def outage_aborted(
     outage: StorageOutage, run_id: str, job_path: str, safe_steps: dict[str, list[int]], complete: list[str]
 ) -> RunAborted:
     """The error of a run stopped by storage down past `output.max_outage_s`: what is safe, how to resume."""
-    parts = [f"{e} complete" for e in complete]
-    marked = {e: steps for e, steps in safe_steps.items() if e not in complete and steps}
-    parts += [f"{e} steps {', '.join(map(str, steps))}" for e, steps in marked.items()]
-    safe = "; ".join(parts) or "no step completed yet"
+    safe = safe_text(safe_steps, complete)
     return RunAborted(
         f"run {run_id} stopped: result storage stayed unavailable for over {outage.max_outage_s:g} s "
         f"(output.max_outage_s) writing {outage.what}: {outage.detail}\n"
         f"safe (completion markers written): {safe}; any other step re-runs on resume\n"
         f"when storage is back: raybench run {job_path} --resume {run_id}"
+    )
+
+
+def safe_text(safe_steps: dict[str, list[int]], complete: list[str]) -> str:
+    """What a stopped run keeps: the engines complete, then the steps with a completion marker."""
+    parts = [f"{e} complete" for e in complete]
+    marked = {e: steps for e, steps in safe_steps.items() if e not in complete and steps}
+    parts += [f"{e} steps {', '.join(map(str, steps))}" for e, steps in marked.items()]
+    return "; ".join(parts) or "no step completed yet"
+
+
+def interrupted(run_id: str, job_path: str, safe_steps: dict[str, list[int]], complete: list[str]) -> RunInterrupted:
+    """The error of a run stopped by Ctrl-C: what is kept, how to resume."""
+    return RunInterrupted(
+        f"run {run_id} interrupted: kept (completion markers written): {safe_text(safe_steps, complete)}; "
+        f"the step in flight re-runs on resume\nto continue it: raybench run {job_path} --resume {run_id}"
+    )
+
+
+def storage_aborted(
+    failure: StorageError, run_id: str, job_path: str, safe_steps: dict[str, list[int]], complete: list[str]
+) -> RunAborted:
+    """The error of a run stopped by its result store: an outage past the bound, or a lasting failure."""
+    if isinstance(failure, StorageOutage):
+        return outage_aborted(failure, run_id, job_path, safe_steps, complete)
+    return RunAborted(
+        f"run {run_id} stopped: writing results failed: {failure}\n"
+        f"safe (completion markers written): {safe_text(safe_steps, complete)}; any other step re-runs on resume\n"
+        f"once fixed: raybench run {job_path} --resume {run_id}"
     )

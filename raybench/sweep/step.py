@@ -83,7 +83,16 @@ class StepOutcome:
 
     def shares(self) -> list[dict[str, Any]]:
         """Each generator's share of the step, as recorded in the step's marker and summary."""
-        keys = ("generator_id", "node_id", "concurrency", "max_requests", "issued", "records", "started_wall_ns")
+        keys = (
+            "generator_id",
+            "node_id",
+            "concurrency",
+            "max_requests",
+            "issued",
+            "records",
+            "started_wall_ns",
+            "client_impl",
+        )
         return [{k: r.get(k) for k in keys} for r in self.reports]
 
 

@@ -24,6 +24,7 @@ _MAX_HEADER_BYTES = 64 << 10
 _REASONS = {
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     429: "Too Many Requests",
     500: "Internal Server Error",
@@ -59,10 +60,10 @@ class Responder:
         )
         self.transport.write(head.encode() + body)
 
-    def start_stream(self) -> None:
+    def start_stream(self, content_type: str = "text/event-stream") -> None:
         self.transport.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-            b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nContent-Type: %b\r\nCache-Control: no-cache\r\n"
+            b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n" % content_type.encode("latin-1")
         )
 
     def chunk(self, data: bytes) -> None:

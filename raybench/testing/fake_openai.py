@@ -13,10 +13,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from raybench.loadgen.loop_thread import LoopThread, new_event_loop
 from raybench.testing.fake_http import HttpRequest, Responder, serve
 from raybench.testing.fake_stream import ChunkEncoder, Script, WrittenStream, error_event, prompt_tokens
 
-__all__ = ["FakeOpenAIServer", "Script", "WrittenStream", "main"]
+__all__ = ["FakeOpenAIServer", "FakeServerThread", "Script", "WrittenStream", "main"]
 
 ScriptFor = Callable[[int, dict[str, Any]], Script]
 
@@ -31,8 +32,10 @@ class FakeOpenAIServer:
         host: str = "127.0.0.1",
         port: int = 0,
         script_for: ScriptFor | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.script = script or Script()
+        self.api_key = api_key  # when set, completions without `Authorization: Bearer <api_key>` get a 401
         self.script_for = script_for
         self.model = model
         self.host = host
@@ -97,23 +100,44 @@ class FakeOpenAIServer:
 
     async def _complete(self, request: HttpRequest, out: Responder) -> None:
         body = request.json()
-        script = self.script_for(len(self.streams), body) if self.script_for is not None else self.script
+        number = len(self.streams)
+        script = self.script_for(number, body) if self.script_for is not None else self.script
         written = WrittenStream(request=body, received_ns=request.received_ns)
         self.streams.append(written)
-        if script.http_status != 200:
-            written.status, written.done_ns = "http_error", time.perf_counter_ns()
-            error = {"error": {"message": "scripted failure", "type": "server_error", "code": script.http_status}}
-            out.send_json(error, status=script.http_status)
-            return
-        out.start_stream()
+        if script.header_delay_ms > 0:
+            await asyncio.sleep(script.header_delay_ms / 1e3)
+            if out.closed:  # the client gave up waiting for the headers
+                written.status, written.done_ns = "client_gone", time.perf_counter_ns()
+                return
         options = body.get("stream_options") or {}
         chat = request.path.endswith("/chat/completions")
         encoder = ChunkEncoder(self.model, chat, bool(options.get("continuous_usage_stats")))
+        if self._refused(request, script, number, written, out):
+            return
+        if script.plain_json:
+            written.status, written.done_ns = "plain_json", time.perf_counter_ns()
+            total = int(script.tokens or body.get("max_tokens") or 16)
+            out.send_json(encoder.completion(prompt_tokens(body), total))
+            return
+        out.start_stream(script.content_type)
         try:
             if await self._stream(out, written, encoder, script):
                 out.end()
         finally:
             written.done_ns = time.perf_counter_ns()
+
+    def _refused(self, request: HttpRequest, s: Script, number: int, written: WrittenStream, out: Responder) -> bool:
+        """Answer with an error instead of a stream (wrong API key, scripted status); True when it did."""
+        status = s.status_for(number)
+        if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
+            status, message, kind = 401, "missing or wrong API key", "invalid_request_error"
+        elif status != 200:
+            message, kind = s.error_message, "server_error"
+        else:
+            return False
+        written.status, written.done_ns = "http_error", time.perf_counter_ns()
+        out.send_json({"error": {"message": message, "type": kind, "code": status}}, status=status)
+        return True
 
     def _release_ns(self, target_ns: int) -> int:
         for start, end in self._stalls:
@@ -143,9 +167,7 @@ class FakeOpenAIServer:
                 return False
             n = min(s.tokens_per_chunk, total - sent)
             sent += n
-            data = encoder.token_chunk(n, sent >= total, sent, n_prompt)
-            if s.keepalive_comments:
-                data = b": keep-alive\n\n" + data
+            data = _token_event(encoder, s, index, n, sent, total, n_prompt)
             written.chunk_ns.append(time.perf_counter_ns())
             written.chunk_tokens.append(n)
             out.chunk(data)
@@ -157,6 +179,15 @@ class FakeOpenAIServer:
         return True
 
 
+def _token_event(encoder: ChunkEncoder, s: Script, index: int, n: int, sent: int, total: int, n_prompt: int) -> bytes:
+    """The bytes of token event `index` (carrying `n` tokens, `sent` so far): padded, commented, or plain."""
+    if index == 0 and s.oversize_event_bytes:
+        data = encoder.padded_chunk(n, sent >= total, s.oversize_event_bytes)
+    else:
+        data = encoder.token_chunk(n, sent >= total, sent, n_prompt)
+    return b": keep-alive\n\n" + data if s.keepalive_comments else data
+
+
 def _fault(out: Responder, written: WrittenStream, s: Script, index: int) -> bool:
     """Inject the scripted fault due before chunk `index`; True when the stream must end here."""
     if index == s.reset_after_chunks:
@@ -166,11 +197,40 @@ def _fault(out: Responder, written: WrittenStream, s: Script, index: int) -> boo
     if index == s.malformed_after_chunks:
         written.status = "protocol_error"
         out.chunk(b"data: {not json\n\n")
+    if index == s.end_after_chunks:
+        written.status = "truncated"
+        out.end()
+        return True
     if index == s.error_event_after_chunks:
         written.status = "http_error"
         out.chunk(error_event("scripted mid-stream error"))
         return True
     return False
+
+
+class FakeServerThread:
+    """Fake servers on a loop thread of this process, for a caller that blocks (a driver running a job):
+    `with FakeServerThread([FakeOpenAIServer(...), ...]) as servers:` then `servers[i].base_url`."""
+
+    def __init__(self, servers: list[FakeOpenAIServer]) -> None:
+        self.servers = servers
+        self._loop: LoopThread | None = None
+
+    def __getitem__(self, index: int) -> FakeOpenAIServer:
+        return self.servers[index]
+
+    def __enter__(self) -> FakeServerThread:
+        self._loop = LoopThread("raybench-fake-openai")
+        for server in self.servers:
+            self._loop.run(server.__aenter__())
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._loop is not None:
+            for server in self.servers:
+                self._loop.run(server.__aexit__())
+            self._loop.stop()
+            self._loop = None
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -190,8 +250,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--itl-ms", type=float, default=10.0)
     parser.add_argument("--tokens-per-chunk", type=int, default=1)
     args = parser.parse_args(argv)
-    from raybench.loadgen.loop_thread import new_event_loop
-
     loop = new_event_loop()
     try:
         loop.run_until_complete(_serve(args))

@@ -29,10 +29,26 @@ class Script:
     include_usage: bool = True
     role_chunk: bool = True
     keepalive_comments: bool = False  # a ": keep-alive" comment before every chunk
+    # faults (docs/reliability.md): each names what a real server or proxy in front of it does
+    burst_status: int = 503  # the status of the requests in the burst below
+    burst_from: int = 0  # request number (0-based, counted by the server) where the burst starts
+    burst_requests: int = 0  # how many consecutive requests get `burst_status`
+    error_message: str = "scripted failure"  # the message of a scripted error answer
+    end_after_chunks: int | None = None  # end the response cleanly before this chunk: no finish, no [DONE]
+    oversize_event_bytes: int = 0  # the first token event carries this much padding (still one valid event)
+    content_type: str = "text/event-stream"  # the streaming response's Content-Type
+    plain_json: bool = False  # answer a streaming request with one non-streaming JSON completion
+    header_delay_ms: float = 0.0  # wait this long before the response headers
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Script:
         return cls(**values)
+
+    def status_for(self, number: int) -> int:
+        """The HTTP status of request `number` (its burst status inside the burst, else `http_status`)."""
+        if self.burst_from <= number < self.burst_from + self.burst_requests:
+            return self.burst_status
+        return self.http_status
 
 
 @dataclass
@@ -73,6 +89,23 @@ class ChunkEncoder:
         if data is None:
             data = self._cache[key] = _event(self._choice_payload(TOKEN_TEXT * n, "length" if finish else None))
         return data
+
+    def padded_chunk(self, n: int, finish: bool, pad_bytes: int) -> bytes:
+        """A token event carrying `pad_bytes` of padding in an extra field: one long but valid line."""
+        payload = self._choice_payload(TOKEN_TEXT * n, "length" if finish else None)
+        payload["choices"][0]["logprobs"] = {"pad": "x" * pad_bytes}
+        return _event(payload)
+
+    def completion(self, prompt_tokens: int, tokens: int) -> dict[str, Any]:
+        """The whole answer as one non-streaming JSON object (what a server ignoring `stream` sends)."""
+        if self.chat:
+            message = {"role": "assistant", "content": TOKEN_TEXT * tokens}
+            choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "length"}
+            obj = "chat.completion"
+        else:
+            choice, obj = {"index": 0, "text": TOKEN_TEXT * tokens, "finish_reason": "length"}, "text_completion"
+        usage = _usage(prompt_tokens, tokens)
+        return {"id": "c", "object": obj, "model": self.model, "choices": [choice], "usage": usage}
 
     def role_chunk(self) -> bytes:
         choice = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}

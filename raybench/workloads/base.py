@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from raybench.errors import ConfigError, Problem
 from raybench.workloads.tokenizer import TokenCounter, load_counter
@@ -23,6 +23,11 @@ class Prompt:
     input_tokens: int
     output_tokens: int
     fingerprint: str
+    # Multi-turn and traces: the chat history sent as a messages list ((role, content) pairs; `text` is then
+    # its rendered transcript, sent to completions endpoints), and where the request sits in its session.
+    messages: tuple[tuple[str, str], ...] | None = None
+    session_id: str | None = None
+    turn: int | None = None
 
 
 class PromptSource(Protocol):
@@ -54,14 +59,20 @@ def register_source(kind: str) -> Callable[[F], F]:
     return wrap
 
 
-def source_for(spec: Any, tokenizer: str | None = None) -> PromptSource:
-    """Build the source for `spec.kind` (loading and validating its data now, not mid-sweep)."""
+def source_for(spec: Any, tokenizer: str | None = None, cache: Any = None) -> PromptSource:
+    """Build the source for `spec.kind` (loading and validating its data now, not mid-sweep).
+
+    `cache` (a ResultStore, raybench.workloads.prepare.workload_cache) holds prepared datasets; sources
+    that prepare one (`uses_cache`) read it instead of tokenizing again, and fill it.
+    """
     factory = _SOURCES.get(str(spec.kind))
     if factory is None:
         known = ", ".join(sorted(_SOURCES))
         raise ConfigError(
             "workload", [Problem("workload.kind", f"unknown workload kind {spec.kind!r}; known: {known}")]
         )
+    if getattr(factory, "uses_cache", False):
+        return cast(PromptSource, cast(Any, factory)(spec, load_counter(tokenizer), cache))
     return factory(spec, load_counter(tokenizer))
 
 

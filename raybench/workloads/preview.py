@@ -34,6 +34,13 @@ def print_preview(source: PromptSource, count: int, console: Console) -> None:
     exact = "exact (tokenizer)" if source.counter.exact else "approximate (no tokenizer: words)"
     console.print(f"workload [bold]{source.kind}[/] · {count} prompts · token counts {exact}")
     console.print(f"fingerprint {workload_fingerprint(source)}")
+    natural = source.describe().get("natural_rate_per_s")
+    if natural is not None:  # a trace: its own pace, what `rates_per_s` scales (rate = natural x speed-up)
+        console.print(f"trace natural rate {natural:.3f} req/s: rates_per_s [{natural:.3g}] replays it at 1x")
+    sessions = {p.session_id for p in prompts if p.session_id is not None}
+    if sessions:
+        turns = max((p.turn or 0) for p in prompts) + 1
+        console.print(f"{len(sessions)} sessions in these prompts, up to {turns} turns each")
     for name, values in (
         ("input tokens (ISL)", np.array([p.input_tokens for p in prompts])),
         ("output tokens (OSL, requested)", np.array([p.output_tokens for p in prompts])),

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from raybench.config.workload import ShareGPTWorkloadSpec
 from raybench.errors import ConfigError, Problem
 from raybench.results.store import ResultStore
 from raybench.workloads.base import Prompt, fingerprint_text, register_source
 from raybench.workloads.lengths import sample_length
+from raybench.workloads.prepare import Prepared, cache_key, cached, prepare_rows, read_dataset
 from raybench.workloads.tokenizer import TokenCounter
 
 __all__ = ["LoadReport", "ShareGPTSource", "parse_conversations"]
@@ -73,44 +75,47 @@ class ShareGPTSource:
 
     kind = "sharegpt"
 
-    def __init__(self, spec: ShareGPTWorkloadSpec, counter: TokenCounter) -> None:
+    uses_cache = True  # source_for hands it the run's workload cache (raybench.workloads.prepare)
+
+    def __init__(self, spec: ShareGPTWorkloadSpec, counter: TokenCounter, cache: ResultStore | None = None) -> None:
         self.spec = spec
         self.counter = counter
-        raw = _read(spec.path)
-        entries, malformed = parse_conversations(raw, spec.path)
-        kept, bad, dropped = self._select(entries)
-        malformed += bad
+        prepared = self._prepare(cache)
+        entries, malformed = prepared.report.lines, prepared.report.malformed
+        kept = list(zip(*(prepared.table.column(c).to_pylist() for c in ("text", "isl", "osl"))))
+        dropped = prepared.report.filtered_out
+        self._preparation = {"method": prepared.report.method, "cache_key": prepared.report.cache_key}
         if malformed and spec.on_malformed == "fail":
             msg = f"{malformed} malformed entries in {spec.path}; fix them or set on_malformed: skip"
             raise ConfigError("workload", [Problem("workload.path", msg)])
         if not kept:
             msg = (
                 f"no conversation of {spec.path} passes the filters (ISL {spec.min_isl}..{spec.max_isl}, "
-                f"OSL {spec.min_osl}..{spec.max_osl}; {len(entries)} entries, {malformed} malformed); widen them"
+                f"OSL {spec.min_osl}..{spec.max_osl}; {entries} entries, {malformed} malformed); widen them"
             )
             raise ConfigError("workload", [Problem("workload", msg)])
         order = np.random.default_rng(spec.seed).permutation(len(kept))
         if spec.max_prompts is not None:
             order = order[: spec.max_prompts]
         self._items = [kept[i] for i in order]
-        self.report = LoadReport(len(entries), malformed, dropped, len(self._items))
+        self.report = LoadReport(entries, malformed, dropped, len(self._items))
 
-    def _select(self, entries: list[Any]) -> tuple[list[tuple[str, int, int]], int, int]:
-        kept: list[tuple[str, int, int]] = []
-        malformed = dropped = 0
+    def _prepare(self, cache: ResultStore | None) -> Prepared:
+        """The conversations that pass the filters, in file order: from the cache, or tokenized now."""
         s = self.spec
-        for entry in entries:
-            pair = _pair(entry)
-            if pair is None:
-                malformed += 1
-                continue
-            isl = self.counter.count_chat(pair[0]) if s.api == "chat" else self.counter.count(pair[0])
-            osl = self.counter.count(pair[1])
-            if s.min_isl <= isl <= s.max_isl and s.min_osl <= osl <= s.max_osl:
-                kept.append((pair[0], isl, osl))
-            else:
-                dropped += 1
-        return kept, malformed, dropped
+        raw = read_dataset(s.path)
+        params = {"api": s.api, "isl": [s.min_isl, s.max_isl], "osl": [s.min_osl, s.max_osl]}
+        key = cache_key("sharegpt", raw, params, self.counter.identity)
+        hit = cached(cache, key)
+        if hit is not None:
+            return hit
+        entries, malformed = parse_conversations(raw, s.path)
+        pairs = [_pair(entry) for entry in entries]
+        rows = [{"line": i, "text": p[0], "reply": p[1]} for i, p in enumerate(pairs) if p is not None]
+        table = pa.Table.from_pylist(rows, schema=_ROWS)
+        bad = malformed + sum(p is None for p in pairs)
+        return prepare_rows(table, _Tokenize(self.counter, s), key=key, lines=len(entries), malformed=bad,
+                            ray_data_min_rows=s.ray_data_min_rows, cache=cache)  # fmt: skip
 
     def prompt(self, index: int) -> Prompt:
         text, isl, osl = self._items[index % len(self._items)]
@@ -119,20 +124,28 @@ class ShareGPTSource:
         return Prompt(index=index, text=text, input_tokens=isl, output_tokens=osl, fingerprint=fingerprint_text(text))
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "spec": self.spec.model_dump(mode="json"), "loaded": self.report.__dict__}
+        spec = self.spec.model_dump(mode="json", exclude={"ray_data_min_rows"})  # how, not what: same prompts
+        return {"kind": self.kind, "spec": spec, "loaded": self.report.__dict__}
+
+    def preparation(self) -> dict[str, Any]:
+        """How the dataset was prepared this time (`local`, `ray_data` or `cache`) and its cache key."""
+        return dict(self._preparation)
 
 
-def _read(path: str) -> bytes:
-    uri = path if "://" in path else None
-    if uri is None:
-        from pathlib import Path
+_ROWS = pa.schema([("line", pa.int64()), ("text", pa.string()), ("reply", pa.string())])
 
-        file = Path(path).expanduser()
-        if not file.is_file():
-            raise ConfigError("workload", [Problem("workload.path", f"no dataset file at {path!r}")])
-        return file.read_bytes()
-    parent, _, name = uri.rstrip("/").rpartition("/")
-    try:
-        return ResultStore(parent).read_bytes(name)
-    except Exception as exc:
-        raise ConfigError("workload", [Problem("workload.path", f"cannot read {uri}: {exc}")]) from None
+
+class _Tokenize:
+    """The batch step of preparation: prompt and reply token counts, and whether the ISL/OSL filters keep it."""
+
+    def __init__(self, counter: TokenCounter, spec: ShareGPTWorkloadSpec) -> None:
+        self.counter, self.spec = counter, spec
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        s = self.spec
+        count_prompt = self.counter.count_chat if s.api == "chat" else self.counter.count
+        isl = [count_prompt(t) for t in batch.column("text").to_pylist()]
+        osl = [self.counter.count(r) for r in batch.column("reply").to_pylist()]
+        keep = [s.min_isl <= i <= s.max_isl and s.min_osl <= o <= s.max_osl for i, o in zip(isl, osl)]
+        return pa.table({"line": batch.column("line"), "text": batch.column("text"), "isl": pa.array(isl, pa.int64()),
+                         "osl": pa.array(osl, pa.int64()), "keep": pa.array(keep, pa.bool_())})  # fmt: skip

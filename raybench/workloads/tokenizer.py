@@ -34,6 +34,7 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
     def make_text(self, rng: np.random.Generator, tokens: int, lead: str = "") -> str: ...
     def count_chat(self, text: str) -> int: ...
+    def count_messages(self, messages: list[dict[str, str]]) -> int: ...
 
 
 class ApproxCounter:
@@ -47,6 +48,9 @@ class ApproxCounter:
 
     def count_chat(self, text: str) -> int:
         return self.count(text)
+
+    def count_messages(self, messages: list[dict[str, str]]) -> int:
+        return sum(self.count(m["content"]) for m in messages)
 
     def make_text(self, rng: np.random.Generator, tokens: int, lead: str = "") -> str:
         words = _WORDS[rng.integers(0, len(_WORDS), size=max(tokens - (1 if lead else 0), 0))].tolist()
@@ -92,13 +96,17 @@ class HFTokenCounter:
         """Tokens of a one-message chat as the server sees it (chat template applied when there is one)."""
         if self._template_source is None:
             return self.count(text)
+        return self.count_messages([{"role": "user", "content": text}])
+
+    def count_messages(self, messages: list[dict[str, str]]) -> int:
+        """Tokens of a chat (a messages list) as the server sees it; without a template, the contents summed."""
+        if self._template_source is None:
+            return sum(self.count(m["content"]) for m in messages)
         if self._template is None:
             import jinja2
 
             self._template = jinja2.Environment(autoescape=False).from_string(self._template_source)
-        rendered = self._template.render(
-            messages=[{"role": "user", "content": text}], add_generation_prompt=True, bos_token="", eos_token=""
-        )
+        rendered = self._template.render(messages=messages, add_generation_prompt=True, bos_token="", eos_token="")
         return self.count(rendered)
 
     def make_text(self, rng: np.random.Generator, tokens: int, lead: str = "") -> str:

@@ -102,3 +102,8 @@ def test_knee_is_batch_saturation_and_the_simulator_is_never_the_bottleneck(quic
     assert int(stats["peak_running"]) == spec.engines[0].max_num_seqs == knee
     assert int(stats["peak_waiting"]) > 0
     assert float(stats["cpu_share_total"]) < 0.5
+    steps = result.summaries["sim-vllm"]["steps"]
+    shares = [step["server_metrics"]["sim_cpu_share"] for step in steps]
+    assert all(share is not None and share < 0.5 for share in shares), shares  # per step, from /metrics
+    past = [step["server_metrics"] for step in steps if step["concurrency"] > knee]
+    assert past and all(m["running_requests_max"] == knee and m["waiting_requests_max"] > 0 for m in past), past

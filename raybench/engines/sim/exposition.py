@@ -2,8 +2,9 @@
 
 Both the V0 (`vllm:gpu_cache_usage_perc`) and V1 (`vllm:kv_cache_usage_perc`) names of KV usage
 are exposed; prefix-cache counters count tokens, as V1's do. The process's own CPU time is
-exposed as the standard `process_cpu_seconds_total`, so a scraper can record the simulator's
-CPU share and show it never was the bottleneck.
+exposed twice: as the standard `process_cpu_seconds_total`, and as `raybench_sim_cpu_seconds_total`,
+a name no real engine exposes, which raybench's scraper maps to each step's `sim_cpu_share` (the
+evidence that the simulator itself never was the bottleneck of a step).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def render_metrics(model: str, stats: CoreStats, *, cpu_seconds: float, late_sec
         "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.",
         "# TYPE process_cpu_seconds_total counter",
         f"process_cpu_seconds_total {float(cpu_seconds)!r}",
+        "# HELP raybench_sim_cpu_seconds_total CPU time (user and system) the simulated engine's process used.",
+        "# TYPE raybench_sim_cpu_seconds_total counter",
+        f"raybench_sim_cpu_seconds_total {float(cpu_seconds)!r}",
         "# HELP raybench_sim_wakeup_late_seconds_total Time the simulator's iterations ended after their"
         " simulated instants (grows when the simulator itself is short of CPU).",
         "# TYPE raybench_sim_wakeup_late_seconds_total counter",

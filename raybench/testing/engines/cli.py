@@ -24,6 +24,9 @@ class FakeConfig:
     max_num_seqs: int = 256
     metrics: bool = True
     args: dict[str, Any] = field(default_factory=dict)
+    nnodes: int = 1  # a multi-node launch: this process is node `node_rank`; rank 0 listens at `master`
+    node_rank: int = 0
+    master: tuple[str, int] = ("127.0.0.1", 0)
 
 
 def _bool_pair(p: argparse.ArgumentParser, name: str) -> None:
@@ -42,9 +45,18 @@ def _vllm(argv: list[str]) -> FakeConfig:
     p.add_argument("--gpu-memory-utilization", type=float)
     _bool_pair(p, "enable-prefix-caching")
     _bool_pair(p, "enable-chunked-prefill")
+    p.add_argument("--distributed-executor-backend", choices=["mp", "ray", "uni", "external_launcher"])
+    p.add_argument("--nnodes", "-n", type=int, default=1)
+    p.add_argument("--node-rank", "-r", type=int, default=0)
+    p.add_argument("--master-addr", default="127.0.0.1")
+    p.add_argument("--master-port", type=int, default=29501)
+    p.add_argument("--headless", action="store_true")
     a = p.parse_args(argv)
+    if a.headless != (a.node_rank > 0):
+        raise argparse.ArgumentError(None, "--headless goes with --node-rank > 0 (rank 0 serves the API)")
     return FakeConfig("vllm", a.model, a.served_model_name or a.model, a.host or "127.0.0.1", a.port or 8000,
-                      a.max_num_seqs or 256, True, vars(a))  # fmt: skip
+                      a.max_num_seqs or 256, True, vars(a), a.nnodes, a.node_rank,
+                      (a.master_addr, a.master_port))  # fmt: skip
 
 
 def _sglang(argv: list[str]) -> FakeConfig:
@@ -58,12 +70,20 @@ def _sglang(argv: list[str]) -> FakeConfig:
     p.add_argument("--mem-fraction-static", type=float)
     p.add_argument("--disable-radix-cache", action="store_true")
     p.add_argument("--enable-metrics", action="store_true")
+    p.add_argument("--nnodes", type=int, default=1)
+    p.add_argument("--node-rank", type=int, default=0)
+    p.add_argument("--dist-init-addr")
     a = p.parse_args(argv)
+    if a.nnodes > 1 and not a.dist_init_addr:
+        raise argparse.ArgumentError(None, "--dist-init-addr HOST:PORT is required with --nnodes > 1")
+    host, _, port = (a.dist_init_addr or "127.0.0.1:0").rpartition(":")
     return FakeConfig("sglang", a.model_path, a.served_model_name or a.model_path, a.host or "127.0.0.1",
-                      a.port or 30000, a.max_running_requests or 256, a.enable_metrics, vars(a))  # fmt: skip
+                      a.port or 30000, a.max_running_requests or 256, a.enable_metrics, vars(a), a.nnodes,
+                      a.node_rank, (host, int(port)))  # fmt: skip
 
 
-_TRTLLM_OPTION_KEYS = {"enable_iter_perf_stats", "kv_cache_config", "enable_chunked_prefill", "dtype"}
+_TRTLLM_OPTION_KEYS = {"enable_iter_perf_stats", "return_perf_metrics", "kv_cache_config", "enable_chunked_prefill",
+                       "dtype"}  # fmt: skip
 
 
 def _trtllm(argv: list[str]) -> FakeConfig:
@@ -82,7 +102,8 @@ def _trtllm(argv: list[str]) -> FakeConfig:
         if unknown:
             raise argparse.ArgumentError(None, f"unknown LLM-API options {sorted(unknown)}")
     return FakeConfig("trtllm", a.model, a.served_model_name or a.model, a.host or "localhost", a.port or 8000,
-                      a.max_batch_size or 2048, False, {**vars(a), "llm_api_options": options})  # fmt: skip
+                      a.max_batch_size or 2048, bool(options.get("return_perf_metrics")),
+                      {**vars(a), "llm_api_options": options})  # fmt: skip
 
 
 def _lmdeploy(argv: list[str]) -> FakeConfig:

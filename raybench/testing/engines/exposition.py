@@ -50,6 +50,24 @@ def render(engine: FakeEngine) -> str:
             "prompt_tokens_total": c["prompt"], "generation_tokens_total": c["generation"],
             "time_to_first_token_seconds_sum": c["ttft_sum"], "time_to_first_token_seconds_count": c["ttft_n"],
         }, counters)  # fmt: skip
+    if kind == "trtllm":  # /prometheus/metrics with return_perf_metrics (tensorrt_llm/metrics/collector.py)
+        trt = '{model_name="undefined",engine_type="undefined"}'
+        return _lines("trtllm_", trt, {
+            "num_requests_running": engine.running, "num_requests_waiting": 0, "kv_cache_utilization": usage,
+            "kv_cache_hit_rate": 0.5, "prompt_tokens_total": c["prompt"], "generation_tokens_total": c["generation"],
+            "time_to_first_token_seconds_sum": c["ttft_sum"], "time_to_first_token_seconds_count": c["ttft_n"],
+            "time_per_output_token_seconds_sum": c["itl_sum"], "time_per_output_token_seconds_count": c["itl_n"],
+        }, counters)  # fmt: skip
+    if kind == "ray_serve_llm":  # what Ray's metrics agent exports for a Serve LLM replica (ray_vllm_*)
+        ray = (f'{{Component="core_worker",NodeAddress="{engine.config.host}",SessionName="session_fake",'
+               f'Version="2.60.0",WorkerId="ab12",engine="0",model_name="{model}"}}')  # fmt: skip
+        return _lines("ray_vllm_", ray, {
+            "num_requests_running": engine.running, "num_requests_waiting": 0, "kv_cache_usage_perc": usage,
+            "prefix_cache_queries_total": c["queries"], "prefix_cache_hits_total": c["hits"],
+            "prompt_tokens_total": c["prompt"], "generation_tokens_total": c["generation"],
+            "time_to_first_token_seconds_sum": c["ttft_sum"], "time_to_first_token_seconds_count": c["ttft_n"],
+            "inter_token_latency_seconds_sum": c["itl_sum"], "inter_token_latency_seconds_count": c["itl_n"],
+        }, {**counters, "prefix_cache_queries_total": "counter", "prefix_cache_hits_total": "counter"})  # fmt: skip
     if kind == "tgi":
         return _lines("tgi_", "", {
             "batch_current_size": engine.running, "queue_size": 0,

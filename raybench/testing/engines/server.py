@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from raybench.testing.engines.cli import FakeConfig
+from raybench.testing.engines.multinode import gather_nodes, join_rank0, node_report
 
 __all__ = ["FAKE_VERSION", "FakeEngine", "serve"]
 
@@ -48,17 +49,21 @@ class FakeEngine:
         self.crash_after = int(os.environ.get("RAYBENCH_FAKE_CRASH_AFTER_REQUESTS", "0"))
         self.ttft_ms = _env_float("RAYBENCH_FAKE_TTFT_MS", 5.0)
         self.itl_ms = _env_float("RAYBENCH_FAKE_ITL_MS", 2.0)
+        self.nodes: list[dict[str, Any]] = [node_report(config)]  # every node of a multi-node launch
 
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_get(_HEALTH.get(self.config.kind, "/health"), self._health)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/fake/nodes", self._nodes)  # test-only: which node ran where, with which GPUs
         app.router.add_post("/v1/completions", self._complete)
         app.router.add_post("/v1/chat/completions", self._complete)
         for path, body in self._info_routes().items():
             app.router.add_get(path, self._json(body))
         if self.config.kind == "trtllm":
             app.router.add_get("/metrics", self._iteration_stats)
+            if self.config.metrics:  # return_perf_metrics: trtllm-serve mounts Prometheus here
+                app.router.add_get("/prometheus/metrics", self._metrics)
         elif self.config.metrics:
             app.router.add_get("/metrics", self._metrics)
         return app
@@ -90,6 +95,9 @@ class FakeEngine:
             error = {"code": 503, "message": "Loading model", "type": "unavailable_error"}
             return web.json_response({"error": error}, status=503)
         return web.json_response({"status": "ok"}) if self.config.kind == "llamacpp" else web.Response(status=200)
+
+    async def _nodes(self, _request: web.Request) -> web.Response:
+        return web.json_response({"nnodes": self.config.nnodes, "nodes": self.nodes})
 
     async def _models(self, _request: web.Request) -> web.Response:
         if not self.loaded:
@@ -162,7 +170,12 @@ async def serve(config: FakeConfig) -> None:
     sleeper = shutil.which("sleep")
     worker = subprocess.Popen([sleeper, "3600"] if sleeper else [sys.executable, "-c", "import time; time.sleep(3600)"])
     print(f"fake {config.kind}: worker pid {worker.pid}", flush=True)
+    if config.node_rank > 0:  # serves no HTTP: joins rank 0 and lives as long as it does
+        await join_rank0(config)
+        return
     engine = FakeEngine(config)
+    if config.nnodes > 1:
+        _rendezvous, engine.nodes = await gather_nodes(config)
     runner = web.AppRunner(engine.app(), access_log=None)
     await runner.setup()
     load_s = _env_float("RAYBENCH_FAKE_LOAD_S", 0.5)

@@ -81,6 +81,7 @@ def test_trtllm_command_and_llm_api_options() -> None:
     options = yaml.safe_load(plan.files["extra_llm_api_options.yaml"])
     assert options == {
         "enable_iter_perf_stats": True,
+        "return_perf_metrics": True,
         "enable_chunked_prefill": True,
         "kv_cache_config": {"dtype": "fp8", "enable_block_reuse": True},
     }

@@ -156,6 +156,7 @@ async def test_metrics_names_and_counts(client: TestClient[Any, Any]) -> None:
         assert f"# HELP {name} " in text
         assert f"# TYPE {name} " in text
     assert float(samples["process_cpu_seconds_total"]) > 0
+    assert float(samples["raybench_sim_cpu_seconds_total"]) == float(samples["process_cpu_seconds_total"])
     assert float(samples["raybench_sim_wakeup_late_seconds_total"]) >= 0
 
 

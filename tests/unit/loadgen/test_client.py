@@ -1,24 +1,37 @@
-"""The streaming client against the loopback fake: timings, token counts, and failures as records."""
+"""The streaming client against the loopback fake: timings, token counts, and failures as records; every
+test runs with both HTTP clients (the lean default and the aiohttp baseline)."""
 
 from __future__ import annotations
 
 from itertools import pairwise
 
-import aiohttp
 import pytest
 
 from raybench.loadgen.client import build_payload, send_streaming
 from raybench.loadgen.endpoint import Endpoint
+from raybench.loadgen.session import new_session
 from raybench.testing import FakeOpenAIServer, Script
+
+_CHOICE = {"client": "auto"}
+
+
+@pytest.fixture(autouse=True, params=["lean", "aiohttp"])
+def client(request: pytest.FixtureRequest) -> str:
+    _CHOICE["client"] = request.param
+    return str(request.param)
 
 
 async def _send(
     script: Script, api: str = "completions", max_tokens: int = 8, timeout_s: float = 5.0, continuous: bool = False
 ):  # type: ignore[no-untyped-def]
-    async with FakeOpenAIServer(script) as fake, aiohttp.ClientSession() as session:
+    async with FakeOpenAIServer(script) as fake:
+        session = new_session(_CHOICE["client"])
         endpoint = Endpoint((fake.base_url,), fake.model, api=api, continuous_usage_stats=continuous)  # type: ignore[arg-type]
         body = build_payload(endpoint, "hello world", max_tokens)
-        out = await send_streaming(session, endpoint, endpoint.url(0), body, timeout_s)
+        try:
+            out = await send_streaming(session, endpoint, endpoint.url(0), body, timeout_s)
+        finally:
+            await session.close()
         return out, fake
 
 
@@ -90,6 +103,9 @@ async def test_stream_ending_without_done_but_with_finish_is_ok() -> None:
 
 async def test_connection_refused_is_disconnect() -> None:
     endpoint = Endpoint(("http://127.0.0.1:9",), "m")
-    async with aiohttp.ClientSession() as session:
+    session = new_session(_CHOICE["client"])
+    try:
         out = await send_streaming(session, endpoint, endpoint.url(0), build_payload(endpoint, "p", 2), 2.0)
+    finally:
+        await session.close()
     assert out.status == "disconnect"

@@ -66,6 +66,23 @@ def test_a_summary_without_knee_validates(real_summary) -> None:
     jsonschema.validate(none, SCHEMA, cls=jsonschema.Draft202012Validator)
 
 
+def test_a_step_with_the_simulators_server_metrics_validates(real_summary) -> None:
+    from raybench.engines.metrics import summarize_step
+
+    rows = [
+        {"step_index": 0, "replica": "replica-0", "scraped_ns": t, "metric": m, "source": "x", "value": v}
+        for t, cpu in ((0, 1.0), (2_000_000_000, 1.1))
+        for m, v in (("running_requests", 16.0), ("sim_cpu_seconds_total", cpu))
+    ]
+    with_metrics = copy.deepcopy(real_summary)
+    with_metrics["steps"][0]["server_metrics"] = json.loads(json.dumps({**summarize_step(rows), "scrape_errors": 0}))
+    assert with_metrics["steps"][0]["server_metrics"]["sim_cpu_share"] == pytest.approx(0.05)
+    jsonschema.validate(with_metrics, SCHEMA, cls=jsonschema.Draft202012Validator)
+    with_metrics["steps"][0]["server_metrics"]["sim_cpu_share"] = -0.1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(with_metrics, SCHEMA, cls=jsonschema.Draft202012Validator)
+
+
 @pytest.mark.parametrize(
     "damage",
     [

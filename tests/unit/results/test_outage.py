@@ -15,7 +15,7 @@ from raybench.config.job import OutputSpec
 from raybench.errors import RunAborted, StorageError, StorageOutage
 from raybench.results import RECORD_SCHEMA, RecordWriter, ResultStore
 from raybench.results.store import _retry
-from raybench.sweep.resume import outage_aborted
+from raybench.sweep.resume import outage_aborted, storage_aborted
 
 
 def _row(i: int) -> dict[str, Any]:
@@ -126,19 +126,27 @@ def test_abort_message_names_safe_steps_and_the_resume_command() -> None:
 
 
 def test_the_driver_finds_an_outage_behind_a_task_error_or_a_cleanup_error() -> None:
-    from raybench.sweep.driver import _outage
+    from raybench.sweep.driver import _storage_failure
 
     outage = StorageOutage("s3://b/x", 2.0, "503")
 
     class TaskError(Exception):  # like ray.exceptions.RayTaskError: the remote exception is `.cause`
         cause = outage
 
-    assert _outage(TaskError()) is outage
+    assert _storage_failure(TaskError()) is outage
     try:
         try:
             raise outage
         finally:
             raise RuntimeError("teardown failed too")
     except RuntimeError as exc:
-        assert _outage(exc) is outage
-    assert _outage(RuntimeError("other")) is None
+        assert _storage_failure(exc) is outage
+    assert _storage_failure(RuntimeError("other")) is None
+    full = StorageError("file:///r/x: [Errno 28] No space left on device")  # a lasting failure: found too
+    try:
+        raise RuntimeError("task failed") from full
+    except RuntimeError as exc:
+        assert _storage_failure(exc) is full
+        message = str(storage_aborted(full, "job-1", "jobs/x.yaml", {"a": [0]}, complete=[]))
+    assert "No space left" in message and "a steps 0" in message
+    assert "raybench run jobs/x.yaml --resume job-1" in message

@@ -19,9 +19,10 @@ import ray
 from raybench.deploy.identity import env_subset, gpu_inventory
 from raybench.deploy.node import node_ip
 from raybench.deploy.process import ServerProcess, describe_exit, redact_argv
+from raybench.deploy.supervised import SupervisedProcess
 from raybench.engines.base import LaunchPlan
 from raybench.engines.dynamo import ProcessPlan
-from raybench.errors import EngineError, StorageError
+from raybench.errors import EngineError
 from raybench.results.store import ResultStore
 
 __all__ = ["DynamoProcessActor", "fill", "low_free_port", "port_open"]
@@ -63,13 +64,14 @@ def port_open(host: str, port: int, timeout_s: float = 0.5) -> bool:
 
 
 @ray.remote
-class DynamoProcessActor:
+class DynamoProcessActor(SupervisedProcess):
     """One Dynamo process on the node Ray placed this actor (with the GPUs Ray assigned to it)."""
 
     def __init__(self, engine_id: str, name: str, store: ResultStore) -> None:
         self._engine_id = engine_id
         self._name = name
         self._store = store
+        self._log_key = f"engines/{engine_id}/logs/{name}.log"
         self._host = node_ip()
         self._process: ServerProcess | None = None
         self._logdir = Path(tempfile.mkdtemp(prefix=f"raybench-dynamo-{name}-"))
@@ -115,27 +117,6 @@ class DynamoProcessActor:
                     f"command: {' '.join(redact_argv(process.argv))}\nlast log lines:\n{tail}"
                 )
             time.sleep(0.1)
-
-    def alive(self) -> bool:
-        return self._process is not None and self._process.alive()
-
-    def exit_info(self) -> dict[str, Any]:
-        process = self._process
-        if process is None or process.alive():
-            return {}
-        return {"replica": self._name, "exit": describe_exit(process.exit_code()), "log_tail": process.log_tail()}
-
-    def pgid(self) -> int | None:
-        return self._process.pgid if self._process is not None else None
-
-    def sync_log(self) -> None:
-        if self._process is None:
-            return
-        try:
-            data = self._process.log_path.read_bytes()
-            self._store.write_bytes(f"engines/{self._engine_id}/logs/{self._name}.log", data)
-        except (OSError, StorageError):
-            pass  # the run goes on without this log
 
     def stop(self) -> int | None:
         """Kill the process group (SIGTERM, then SIGKILL after the grace period) and store the log."""

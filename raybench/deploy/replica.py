@@ -11,16 +11,17 @@ import ray
 from raybench.deploy.identity import env_subset, gpu_inventory, server_version
 from raybench.deploy.node import node_ip
 from raybench.deploy.process import ServerProcess, describe_exit, free_port, redact_argv
+from raybench.deploy.supervised import SupervisedProcess
 from raybench.engines.base import EngineAdapter, LaunchPlan, NodeRole
 from raybench.engines.readiness import wait_ready
-from raybench.errors import EngineError, StorageError
+from raybench.errors import EngineError
 from raybench.results.store import ResultStore
 
 __all__ = ["EngineReplicaActor"]
 
 
 @ray.remote
-class EngineReplicaActor:
+class EngineReplicaActor(SupervisedProcess):
     """One replica of one engine, on the node Ray placed it (with the GPUs Ray assigned: Ray sets
     CUDA_VISIBLE_DEVICES in this actor's environment, which the server process inherits).
 
@@ -32,6 +33,7 @@ class EngineReplicaActor:
         self._adapter = adapter
         self._name = f"replica-{replica_index}" + (f"-node-{node_rank}" if node_rank else "")
         self._store = store
+        self._log_key = f"engines/{adapter.engine_id}/logs/{self._name}.log"
         self._host = node_ip()
         self._process: ServerProcess | None = None
         self._last_exit: int | None = None
@@ -89,30 +91,6 @@ class EngineReplicaActor:
             "engine_version": version,
             "readiness": rule.describe(),
         }
-
-    def alive(self) -> bool:
-        return self._process is not None and self._process.alive()
-
-    def exit_info(self) -> dict[str, Any]:
-        """Why the server is gone: its exit status and last log lines (empty while it runs)."""
-        process = self._process
-        if process is None or process.alive():
-            return {}
-        return {"replica": self._name, "exit": describe_exit(process.exit_code()), "log_tail": process.log_tail()}
-
-    def pgid(self) -> int | None:
-        """The server's process group (the guard's pid), for tests that prove nothing is left behind."""
-        return self._process.pgid if self._process is not None else None
-
-    def sync_log(self) -> None:
-        """Copy the server's log so far to the result store (a whole-file write, replacing the last copy)."""
-        if self._process is None:
-            return
-        try:
-            data = self._process.log_path.read_bytes()
-            self._store.write_bytes(f"engines/{self._adapter.engine_id}/logs/{self._name}.log", data)
-        except (OSError, StorageError):
-            pass  # the run goes on without this log; the summary still names the replica
 
     def stop(self) -> int | None:
         """Kill the server's process group and store its log; returns the exit code."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 
-from raybench.engines.readiness import ReadyState
+from raybench.engines.readiness import ReadyState, served_model_state
 
 __all__ = ["check_dynamo_ready", "describe_rule", "missing_instances", "registered_instances", "wait_dynamo_ready"]
 
@@ -58,17 +58,9 @@ async def check_dynamo_ready(
             reason = missing_instances(health, namespace, expected)
             if reason:
                 return ReadyState(False, reason)
-            async with session.get(base_url + "/v1/models") as response:
-                if response.status != 200:
-                    return ReadyState(False, f"/v1/models answered HTTP {response.status}")
-                body = await response.json(content_type=None)
+            return await served_model_state(session, base_url, model)
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         return ReadyState(False, f"{type(exc).__name__}: {exc}")
-    data = body.get("data", []) if isinstance(body, dict) else []
-    models = [str(m.get("id")) for m in data if isinstance(m, dict)]
-    if model not in models:
-        return ReadyState(False, f"model {model!r} not among served models {models}", models)
-    return ReadyState(True, "", models)
 
 
 async def wait_dynamo_ready(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-__all__ = ["ReadinessRule", "ReadyState", "check_ready", "wait_ready"]
+__all__ = ["ReadinessRule", "ReadyState", "check_ready", "served_model_state", "wait_ready"]
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,17 @@ async def check_ready(
                 async with session.get(base_url + path) as response:
                     if response.status != 200:
                         return ReadyState(False, f"{path} answered HTTP {response.status}")
-            async with session.get(base_url + "/v1/models") as response:
-                if response.status != 200:
-                    return ReadyState(False, f"/v1/models answered HTTP {response.status}")
-                body = await response.json(content_type=None)
+            return await served_model_state(session, base_url, model)
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         return ReadyState(False, f"{type(exc).__name__}: {exc}")
+
+
+async def served_model_state(session: aiohttp.ClientSession, base_url: str, model: str) -> ReadyState:
+    """Ready when GET /v1/models lists `model`; transport errors are the caller's to catch."""
+    async with session.get(base_url + "/v1/models") as response:
+        if response.status != 200:
+            return ReadyState(False, f"/v1/models answered HTTP {response.status}")
+        body = await response.json(content_type=None)
     models = [str(m.get("id")) for m in body.get("data", []) if isinstance(m, dict)] if isinstance(body, dict) else []
     if model not in models:
         return ReadyState(False, f"model {model!r} not among served models {models}", models)

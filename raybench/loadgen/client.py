@@ -118,6 +118,7 @@ async def _send_aiohttp(
         out.fail("disconnect", type(exc).__name__, str(exc) or "connection closed mid-stream")
     except aiohttp.ClientError as exc:
         out.fail("disconnect", type(exc).__name__, str(exc) or "connection failed")
+        out.connect_failed = isinstance(exc, aiohttp.ClientConnectorError)
     out.done_ns = _clock()
     if out.sent_ns == 0:
         out.sent_ns = out.done_ns

@@ -26,6 +26,8 @@ __all__ = [
 ]
 
 _clock = time.perf_counter_ns
+# how long a closed-loop slot waits after a request that could not even connect, before its next one
+CONNECT_FAILURE_PAUSE_S = 0.05
 
 
 class PromptLike(Protocol):
@@ -168,6 +170,10 @@ async def _worker(
             first = False
         request_id = f"{shard.request_id_prefix}{index}"
         sink(turn_record(out, request_id, scheduled, prompt))  # traces may name sessions
+        if out.connect_failed:
+            # The server is gone: refusals return in microseconds, and a slot retrying at once would flood the
+            # records and starve this host's CPU (the step is already invalid by its error rate).
+            await asyncio.sleep(CONNECT_FAILURE_PAUSE_S)
         scheduled = _clock()
 
 

@@ -46,6 +46,8 @@ class RequestOutcome:
     saw_finish: bool = False
     usage_completion_tokens: int = 0
     continuous_usage: bool = False
+    # no connection could be opened (refused, unreachable): nothing reached the server
+    connect_failed: bool = False
 
     def fail(self, status: str, error_type: str, message: str) -> None:
         """Mark the request failed; the first failure wins."""

@@ -148,6 +148,7 @@ async def _connect(pool: WirePool, target: _Target, out: RequestOutcome, timeout
         out.fail("timeout", "timeout", f"no connection within {timeout_s:g} s")
     except OSError as exc:
         out.fail("disconnect", type(exc).__name__, str(exc) or "connection failed")
+        out.connect_failed = True
     except asyncio.CancelledError:
         out.fail("cancelled", "cancelled", "request cancelled before it was sent")
         out.sent_ns = start

@@ -8,12 +8,11 @@ generated token streams as non-empty text. Built on the spot: tests and dry runs
 
 from __future__ import annotations
 
-import json
 import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from raybench.testing.tiny_model import CHAT_TEMPLATE
+from raybench.testing.tiny_model import write_model_metadata
 
 __all__ = ["MOCKER_TOKEN_IDS", "build_dynamo_model_dir", "model_files"]
 
@@ -45,30 +44,7 @@ def build_dynamo_model_dir(path: str | Path, vocab_size: int = 2048) -> Path:
     tokenizer.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with spaces
     tokenizer.add_special_tokens([AddedToken(s, special=True) for s in _SPECIAL])
     tokenizer.save(str(folder / "tokenizer.json"))
-    config = {
-        "chat_template": CHAT_TEMPLATE,
-        "bos_token": "<|bos|>",
-        "eos_token": "<|eos|>",
-        "unk_token": "<unk>",
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "model_max_length": 8192,
-    }
-    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
-    model = {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "hidden_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 4,
-        "intermediate_size": 128,
-        "vocab_size": vocab_size,
-        "max_position_embeddings": 8192,
-        "bos_token_id": 0,
-        "eos_token_id": 1,
-        "torch_dtype": "bfloat16",
-    }
-    (folder / "config.json").write_text(json.dumps(model, indent=1))
+    write_model_metadata(folder, vocab_size, unk_token="<unk>")
     return folder
 
 

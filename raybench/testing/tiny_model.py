@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["CHAT_TEMPLATE", "build_tiny_model_dir"]
+__all__ = ["CHAT_TEMPLATE", "build_tiny_model_dir", "write_model_metadata"]
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}\n{% endfor %}"
@@ -36,10 +36,17 @@ def build_tiny_model_dir(path: str | Path, vocab_size: int = 600) -> Path:
     )
     tokenizer.train_from_iterator([_CORPUS] * 50, trainer=trainer)
     tokenizer.save(str(folder / "tokenizer.json"))
+    write_model_metadata(folder, tokenizer.get_vocab_size())
+    return folder
+
+
+def write_model_metadata(folder: Path, vocab_size: int, **extra_tokenizer_config: str) -> None:
+    """tokenizer_config.json (the chat template, special tokens) and a Llama-like config.json."""
     config = {
         "chat_template": CHAT_TEMPLATE,
         "bos_token": "<|bos|>",
         "eos_token": "<|eos|>",
+        **extra_tokenizer_config,
         "tokenizer_class": "PreTrainedTokenizerFast",
         "model_max_length": 8192,
     }
@@ -52,10 +59,10 @@ def build_tiny_model_dir(path: str | Path, vocab_size: int = 600) -> Path:
         "num_attention_heads": 4,
         "num_key_value_heads": 4,
         "intermediate_size": 128,
-        "vocab_size": tokenizer.get_vocab_size(),
+        "vocab_size": vocab_size,
         "max_position_embeddings": 8192,
         "bos_token_id": 0,
         "eos_token_id": 1,
+        "torch_dtype": "bfloat16",
     }
     (folder / "config.json").write_text(json.dumps(model, indent=1))
-    return folder

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from itertools import pairwise
 from typing import Any
 
 import aiohttp
+import pytest
 
-from raybench.loadgen.closed_loop import Shard, run_closed_loop
+from raybench.loadgen.closed_loop import CONNECT_FAILURE_PAUSE_S, Shard, run_closed_loop
 from raybench.loadgen.endpoint import Endpoint
+from raybench.loadgen.session import new_session
 from raybench.testing import FakeOpenAIServer, Script
 from raybench.testing.prompts import FixedPrompts
 
@@ -68,3 +71,25 @@ async def test_duration_stops_issuing_at_deadline() -> None:
 async def test_zero_share_generator_idles() -> None:
     rows, result, _ = await _run(_shard(0, requests=5))
     assert rows == [] and result.issued == 0 and result.reached_target_ns is None
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:  # bound, never listening: connections to it are refused
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("client", ["lean", "aiohttp"])
+async def test_a_refusing_server_is_not_hammered(client: str) -> None:
+    """A dead engine refuses at once; each slot pauses between refusals instead of flooding the records."""
+    rows: list[dict[str, Any]] = []
+    endpoint = Endpoint((f"http://127.0.0.1:{_closed_port()}",), "m")
+    session = new_session(client)
+    try:
+        start = time.perf_counter_ns() + 5_000_000
+        await run_closed_loop(session, endpoint, PROMPTS, _shard(4, duration_s=0.5), start, rows.append)
+    finally:
+        await session.close()
+    assert rows and all(r["status"] == "disconnect" for r in rows)
+    per_slot_bound = 0.5 / CONNECT_FAILURE_PAUSE_S + 2
+    assert len(rows) <= 4 * per_slot_bound, f"{len(rows)} requests in 0.5 s against a refusing port"

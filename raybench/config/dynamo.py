@@ -66,9 +66,11 @@ class DynamoInfraSpec(StrictModel):
     )
     start: bool = Field(default=True, description="start etcd and NATS as supervised processes on the head node")
     etcd_endpoints: str | None = Field(
-        default=None, description="existing etcd, e.g. http://10.0.0.5:2379 (start: false)"
+        default=None, description="existing etcd, e.g. http://etcd-host:2379 (start: false)"
     )
-    nats_server: str | None = Field(default=None, description="existing NATS, e.g. nats://10.0.0.5:4222 (start: false)")
+    nats_server: str | None = Field(
+        default=None, description="existing NATS, e.g. nats://nats-host:4222 (start: false)"
+    )
     nats: bool = Field(default=True, description="KV events over NATS; false: Dynamo's ZMQ event plane, no NATS")
     file_kv_dir: str | None = Field(default=None, description="file discovery folder; default: a fresh temporary one")
     ready_timeout_s: float = Field(default=60.0, gt=0)

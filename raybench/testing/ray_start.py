@@ -3,7 +3,7 @@ node on 127.0.0.1 with its own temp dir and free ports; stopped by the processes
 
 Loopback on Ray 2.60 (read in ray/_private/services.py and ray/scripts/scripts.py): `ray start` passes
 `--node-ip-address 127.0.0.1` through `resolve_ip_for_localhost`, which swaps a loopback address for the
-host's outward one (`node_ip_address_from_perspective`, e.g. 192.0.2.2) unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER
+host's outward one (`node_ip_address_from_perspective`) unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER
 is 0, and a driver that later connects to such a node looks for it on the outward address (and hangs where
 that address is not served). With the variable at 0 nothing is rewritten, but `ray start --address` then
 refuses to add a worker node (a guard meant for Windows and macOS). So every node runs with the variable at 0

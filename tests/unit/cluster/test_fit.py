@@ -40,11 +40,11 @@ H100 = {"accelerator_type:H100": 1.0}
 
 
 def test_inventory_counts_gpus_by_type_cpus_and_loadgen_nodes() -> None:
-    rows = [node("10.0.0.1", 8, head=True), node("10.0.0.2", 32, 8, **H100),
-            node("10.0.0.3", 32, 8, **{"accelerator_type:A100": 1.0}), node("10.0.0.4", 16, loadgen=16),
-            {**node("10.0.0.5", 99, 8, **H100), "state": "DEAD"}]  # fmt: skip
+    rows = [node("127.0.1.1", 8, head=True), node("127.0.1.2", 32, 8, **H100),
+            node("127.0.1.3", 32, 8, **{"accelerator_type:A100": 1.0}), node("127.0.1.4", 16, loadgen=16),
+            {**node("127.0.1.5", 99, 8, **H100), "state": "DEAD"}]  # fmt: skip
     inventory = inventory_from_nodes(rows)
-    assert [n.ip for n in inventory.nodes] == ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]  # dead one left out
+    assert [n.ip for n in inventory.nodes] == ["127.0.1.1", "127.0.1.2", "127.0.1.3", "127.0.1.4"]  # dead one left out
     assert inventory.nodes[0].is_head
     assert inventory.gpus_by_type() == {"H100": 8, "A100": 8}
     assert (inventory.cpus, inventory.gpus, inventory.loadgen) == (88, 16, 16)
@@ -70,7 +70,9 @@ def test_more_gpus_than_the_cluster_has_is_refused_with_the_shortfall() -> None:
 
 
 def test_a_replica_larger_than_any_node_needs_a_kind_that_spans_nodes() -> None:
-    inventory = inventory_from_nodes([node("10.0.0.1", 4, head=True), node("10.0.0.2", 32, 8), node("10.0.0.3", 32, 8)])
+    inventory = inventory_from_nodes(
+        [node("127.0.1.1", 4, head=True), node("127.0.1.2", 32, 8), node("127.0.1.3", 32, 8)]
+    )
     spans = check_fit(inventory, vllm_job(tensor_parallel_size=8, pipeline_parallel_size=2))
     assert spans.fits, spans.shortfalls
     assert spans.engines[0]["nodes_per_replica"] == 2 and len(spans.engines[0]["placed"][0]) == 2
@@ -82,7 +84,7 @@ def test_a_replica_larger_than_any_node_needs_a_kind_that_spans_nodes() -> None:
 
 
 def test_replicas_that_fit_in_total_but_not_per_node_are_named() -> None:
-    inventory = inventory_from_nodes([node("10.0.0.2", 32, 3), node("10.0.0.3", 32, 3)])  # 6 GPUs, 3 per node
+    inventory = inventory_from_nodes([node("127.0.1.2", 32, 3), node("127.0.1.3", 32, 3)])  # 6 GPUs, 3 per node
     verdict = check_fit(inventory, vllm_job(tensor_parallel_size=2, replicas=3))
     [message] = verdict.shortfalls
     assert "only 2 of 3 replica(s) find 2 GPU(s)" in message
@@ -92,10 +94,10 @@ def test_accelerator_type_restricts_the_nodes_considered() -> None:
     raw = vllm_job().model_dump(exclude_none=True)
     raw["engines"] = [{"kind": "ray_serve_llm", "id": "s", "tensor_parallel_size": 4, "accelerator_type": "H100"}]
     spec = parse_job(raw)
-    a100 = inventory_from_nodes([node("10.0.0.2", 32, 8, **{"accelerator_type:A100": 1.0})])
+    a100 = inventory_from_nodes([node("127.0.1.2", 32, 8, **{"accelerator_type:A100": 1.0})])
     refused = check_fit(a100, spec)
     assert not refused.fits and "no GPU node of type H100" in refused.shortfalls[0]
-    assert check_fit(inventory_from_nodes([node("10.0.0.2", 32, 8, **H100)]), spec).fits
+    assert check_fit(inventory_from_nodes([node("127.0.1.2", 32, 8, **H100)]), spec).fits
 
 
 def test_loadgen_placement_needs_the_loadgen_resource() -> None:
@@ -124,7 +126,7 @@ def test_endpoint_engines_take_nothing_from_the_cluster() -> None:
 
 @pytest.mark.parametrize("state", ["DEAD", "dead"])
 def test_no_alive_node_fits_nothing(state: str) -> None:
-    inventory = inventory_from_nodes([{**node("10.0.0.2", 32, 8), "state": state}])
+    inventory = inventory_from_nodes([{**node("127.0.1.2", 32, 8), "state": state}])
     verdict = check_fit(inventory, vllm_job())
     assert not verdict.fits and "the cluster has no GPU node" in verdict.shortfalls[0]
 
@@ -141,12 +143,12 @@ def test_the_fit_logic_never_imports_ray() -> None:
 def test_worker_pools_are_placed_together_each_worker_on_one_node() -> None:
     """A Dynamo engine's pools run at once: 2 prefill + 2 decode workers of 1 GPU each need 4 GPUs together."""
     spec = load_job(ROOT / "jobs" / "dynamo-vllm-disagg-2p2d-vs-agg-4gpu.yaml", ["fleet.generators=1"])
-    four = inventory_from_nodes([node("10.0.0.1", 8, head=True), node("10.0.0.2", 32, 4)])
+    four = inventory_from_nodes([node("127.0.1.1", 8, head=True), node("127.0.1.2", 32, 4)])
     verdict = check_fit(four, spec)
     assert verdict.fits, verdict.shortfalls
     assert [e["engine_id"] for e in verdict.engines][1:] == ["dynamo-vllm-disagg-2p2d/prefill",
                                                               "dynamo-vllm-disagg-2p2d/decode"]  # fmt: skip
-    three = check_fit(inventory_from_nodes([node("10.0.0.1", 8, head=True), node("10.0.0.2", 32, 3)]), spec)
+    three = check_fit(inventory_from_nodes([node("127.0.1.1", 8, head=True), node("127.0.1.2", 32, 3)]), spec)
     assert not three.fits
     assert any(s.startswith("engine dynamo-vllm-agg-4/aggregated (dynamo): 4 replica(s) x 1 GPU(s) = 4 GPUs")
                for s in three.shortfalls)  # fmt: skip

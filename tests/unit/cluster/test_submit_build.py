@@ -36,7 +36,7 @@ def test_no_pip_section_unless_asked(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("given", "url"),
-    [("http://10.0.0.1:8265/", "http://10.0.0.1:8265"), ("10.0.0.1:8265", "http://10.0.0.1:8265"),
+    [("http://127.0.1.1:8265/", "http://127.0.1.1:8265"), ("127.0.1.1:8265", "http://127.0.1.1:8265"),
      ("https://ray.example:443", "https://ray.example:443")],
 )  # fmt: skip
 def test_dashboard_addresses(given: str, url: str) -> None:
@@ -45,7 +45,7 @@ def test_dashboard_addresses(given: str, url: str) -> None:
 
 def test_a_ray_client_address_is_refused_with_what_to_write() -> None:
     with pytest.raises(RaybenchError, match=r"give the dashboard instead, e\.g\. http://HEAD:8265"):
-        dashboard_url("ray://10.0.0.1:10001")
+        dashboard_url("ray://127.0.1.1:10001")
 
 
 def test_results_location_is_the_last_results_line() -> None:

@@ -140,7 +140,7 @@ def test_requests_go_to_the_frontend_only() -> None:
 
 
 def test_placeholders_are_filled_per_node() -> None:
-    text = fill("{python} --host {host} --port {port:http} -x {port:system}", "10.0.0.2", {"http": 81, "system": 82})
-    assert text.split()[1:] == ["--host", "10.0.0.2", "--port", "81", "-x", "82"]
+    text = fill("{python} --host {host} --port {port:http} -x {port:system}", "127.0.1.2", {"http": 81, "system": 82})
+    assert text.split()[1:] == ["--host", "127.0.1.2", "--port", "81", "-x", "82"]
     port = low_free_port("127.0.0.1")
     assert PORT_RANGE[0] <= port <= PORT_RANGE[1] < 32768  # Dynamo reads DYN_SYSTEM_PORT as a signed 16-bit int

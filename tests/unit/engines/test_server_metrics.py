@@ -112,7 +112,7 @@ def test_trtllm_prometheus_endpoint_gives_engine_latencies() -> None:
     assert values["running_requests"][1] == 12.0 and values["kv_cache_usage"][1] == 0.75
 
 
-RAY_LABELS = 'Component="core_worker",NodeAddress="10.0.0.3",SessionName="s",Version="2.60.0",WorkerId="w"'
+RAY_LABELS = 'Component="core_worker",NodeAddress="127.0.1.3",SessionName="s",Version="2.60.0",WorkerId="w"'
 RAY_SERVE_TEXT = f"""# TYPE ray_vllm_num_requests_running gauge
 ray_vllm_num_requests_running{{{RAY_LABELS},engine="0",model_name="m"}} 4.0
 ray_vllm_num_requests_running{{{RAY_LABELS},engine="1",model_name="m"}} 1.0
@@ -138,11 +138,11 @@ def test_ray_metrics_urls_are_each_alive_nodes_export_port() -> None:
     from raybench.deploy.scrape import ray_metrics_urls
 
     nodes = [
-        {"Alive": True, "NodeManagerAddress": "10.0.0.3", "MetricsExportPort": 61234},
-        {"Alive": False, "NodeManagerAddress": "10.0.0.4", "MetricsExportPort": 61235},
-        {"Alive": True, "NodeManagerAddress": "10.0.0.5", "MetricsExportPort": 0},
+        {"Alive": True, "NodeManagerAddress": "127.0.1.3", "MetricsExportPort": 61234},
+        {"Alive": False, "NodeManagerAddress": "127.0.1.4", "MetricsExportPort": 61235},
+        {"Alive": True, "NodeManagerAddress": "127.0.1.5", "MetricsExportPort": 0},
     ]
-    assert ray_metrics_urls(nodes) == ["http://10.0.0.3:61234"]
+    assert ray_metrics_urls(nodes) == ["http://127.0.1.3:61234"]
 
 
 def test_the_fakes_expose_the_real_formats() -> None:

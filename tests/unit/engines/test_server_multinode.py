@@ -36,10 +36,10 @@ def _adapter(kind: str, **fields: Any) -> ServerEngineAdapter:
 
 def test_vllm_node_commands() -> None:
     adapter = _adapter("vllm", tensor_parallel_size=8, pipeline_parallel_size=2, nodes=2, extra_args=["--seed", "0"])
-    head = adapter.node_launch_plan("10.0.0.1", 8000, NodeRole(2, 0, "10.0.0.1", 29555)).argv
-    worker = adapter.node_launch_plan("10.0.0.2", 8000, NodeRole(2, 1, "10.0.0.1", 29555)).argv
+    head = adapter.node_launch_plan("127.0.1.1", 8000, NodeRole(2, 0, "127.0.1.1", 29555)).argv
+    worker = adapter.node_launch_plan("127.0.1.2", 8000, NodeRole(2, 1, "127.0.1.1", 29555)).argv
     node_flags = ["--distributed-executor-backend", "mp", "--nnodes", "2", "--node-rank", "0",
-                  "--master-addr", "10.0.0.1", "--master-port", "29555"]  # fmt: skip
+                  "--master-addr", "127.0.1.1", "--master-port", "29555"]  # fmt: skip
     assert head[-len(node_flags) - 2 :] == [*node_flags, "--seed", "0"]  # extra_args stay last
     assert worker[-len(node_flags) - 3 :] == [*node_flags[:5], "1", *node_flags[6:], "--headless", "--seed", "0"]
     assert "--tensor-parallel-size" in head and head[head.index("--tensor-parallel-size") + 1] == "8"
@@ -49,8 +49,8 @@ def test_vllm_node_commands() -> None:
 def test_sglang_node_commands() -> None:
     adapter = _adapter("sglang", tensor_parallel_size=16, nodes=2)
     for rank in (0, 1):
-        argv = adapter.node_launch_plan("10.0.0.9", 30000, NodeRole(2, rank, "10.0.0.1", 20000)).argv
-        assert argv[-6:] == ["--nnodes", "2", "--node-rank", str(rank), "--dist-init-addr", "10.0.0.1:20000"]
+        argv = adapter.node_launch_plan("127.0.1.9", 30000, NodeRole(2, rank, "127.0.1.1", 20000)).argv
+        assert argv[-6:] == ["--nnodes", "2", "--node-rank", str(rank), "--dist-init-addr", "127.0.1.1:20000"]
         assert argv[argv.index("--tp-size") + 1] == "16"  # the total over every node, as SGLang's docs say
 
 

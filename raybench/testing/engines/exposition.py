@@ -28,14 +28,16 @@ def render(engine: FakeEngine) -> str:
     usage = min(engine.running / max(engine.config.max_num_seqs, 1), 1.0)
     label = f'{{model_name="{model}"}}'
     counters = {"prompt_tokens_total": "counter", "generation_tokens_total": "counter"}
+    vllm_values = {
+        "num_requests_running": engine.running, "num_requests_waiting": 0, "kv_cache_usage_perc": usage,
+        "prefix_cache_queries_total": c["queries"], "prefix_cache_hits_total": c["hits"],
+        "prompt_tokens_total": c["prompt"], "generation_tokens_total": c["generation"],
+        "time_to_first_token_seconds_sum": c["ttft_sum"], "time_to_first_token_seconds_count": c["ttft_n"],
+        "inter_token_latency_seconds_sum": c["itl_sum"], "inter_token_latency_seconds_count": c["itl_n"],
+    }  # fmt: skip
+    vllm_types = {**counters, "prefix_cache_queries_total": "counter", "prefix_cache_hits_total": "counter"}
     if kind == "vllm":
-        return _lines("vllm:", label, {
-            "num_requests_running": engine.running, "num_requests_waiting": 0, "kv_cache_usage_perc": usage,
-            "prefix_cache_queries_total": c["queries"], "prefix_cache_hits_total": c["hits"],
-            "prompt_tokens_total": c["prompt"], "generation_tokens_total": c["generation"],
-            "time_to_first_token_seconds_sum": c["ttft_sum"], "time_to_first_token_seconds_count": c["ttft_n"],
-            "inter_token_latency_seconds_sum": c["itl_sum"], "inter_token_latency_seconds_count": c["itl_n"],
-        }, {**counters, "prefix_cache_queries_total": "counter", "prefix_cache_hits_total": "counter"})  # fmt: skip
+        return _lines("vllm:", label, vllm_values, vllm_types)
     if kind == "sglang":
         hit = c["hits"] / c["queries"] if c["queries"] else 0.0
         return _lines("sglang:", label, {
@@ -61,13 +63,7 @@ def render(engine: FakeEngine) -> str:
     if kind == "ray_serve_llm":  # what Ray's metrics agent exports for a Serve LLM replica (ray_vllm_*)
         ray = (f'{{Component="core_worker",NodeAddress="{engine.config.host}",SessionName="session_fake",'
                f'Version="2.60.0",WorkerId="ab12",engine="0",model_name="{model}"}}')  # fmt: skip
-        return _lines("ray_vllm_", ray, {
-            "num_requests_running": engine.running, "num_requests_waiting": 0, "kv_cache_usage_perc": usage,
-            "prefix_cache_queries_total": c["queries"], "prefix_cache_hits_total": c["hits"],
-            "prompt_tokens_total": c["prompt"], "generation_tokens_total": c["generation"],
-            "time_to_first_token_seconds_sum": c["ttft_sum"], "time_to_first_token_seconds_count": c["ttft_n"],
-            "inter_token_latency_seconds_sum": c["itl_sum"], "inter_token_latency_seconds_count": c["itl_n"],
-        }, {**counters, "prefix_cache_queries_total": "counter", "prefix_cache_hits_total": "counter"})  # fmt: skip
+        return _lines("ray_vllm_", ray, vllm_values, vllm_types)  # vLLM's own metrics under Ray's prefix
     if kind == "tgi":
         return _lines("tgi_", "", {
             "batch_current_size": engine.running, "queue_size": 0,

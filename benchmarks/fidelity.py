@@ -1,8 +1,11 @@
 """Load generator fidelity (issue 3): reported minus true TTFT/ITL/throughput, raybench vs AIPerf vs GuideLLM.
 
-One fake OpenAI server process (raybench.testing.fake_openai) records the instant it wrote every chunk;
-each tool drives it from its own process(es) and its reported figures are compared with that truth
-(same host, same monotonic clock). Run from the repository root:
+One fake OpenAI server process (raybench.testing.fake_openai) records the instant each request reached
+the host (the kernel's receive stamp) and the instant it wrote every chunk; each tool drives it from its own
+process(es) and its reported figures are compared with that truth (same host, same monotonic clock). The
+last closed-loop column also compares with the instant the fake's loop read each request, the truth this
+benchmark used before (it leaves the fake's own intake queueing in the tool's error). Run from the
+repository root:
 
     python benchmarks/fidelity.py                        # every row, every tool found
     python benchmarks/fidelity.py --tools raybench       # raybench only
@@ -86,17 +89,20 @@ def closed(
             server, workdir, concurrency=concurrency, requests=requests, isl=ISL, osl=OSL, client=client
         )
         reported = raybench_figures(report)
-        truth = truth_figures(server.truth(), window=reported.pop("window"))  # type: ignore[arg-type]
+        window = reported.pop("window")
         tool = _label(client)
     else:
         reported = PEERS[tool](server.url, workdir, concurrency, requests, ISL, OSL)
-        truth = truth_figures(server.truth())
+        window = None
+    streams = server.truth()
     return {
         "tool": tool,
         "concurrency": concurrency,
         "itl_ms": itl_ms,
         "reported": reported,
-        "truth": truth,
+        "truth": truth_figures(streams, window=window),  # type: ignore[arg-type]
+        "truth_read": truth_figures(streams, window=window, arrival="read_ns"),  # type: ignore[arg-type]
+        "arrival_sources": sorted({s["received_source"] for s in streams}),
         "load": (load_before, os.getloadavg()[0]),
     }
 
@@ -128,8 +134,8 @@ def open_loop(
     }
 
 
-def _err(result: dict[str, Any], key: str) -> float:
-    return float(result["reported"].get(key, float("nan")) - result["truth"].get(key, float("nan")))
+def _err(result: dict[str, Any], key: str, truth: str = "truth") -> float:
+    return float(result["reported"].get(key, float("nan")) - result[truth].get(key, float("nan")))
 
 
 def _ratio(result: dict[str, Any], key: str) -> float:
@@ -140,9 +146,9 @@ def print_closed(results: list[dict[str, Any]]) -> None:
     print("\n## Closed loop: reported - truth (ms), throughput reported/truth")
     print(
         "| tool | conc | ITL ms | TTFT P50 err | TTFT P99 err | ITL P50 err | tput ratio | truth chunks/s "
-        "| loop lag P99 | CPU share / us per chunk | load avg |"
+        "| loop lag P99 | CPU share / us per chunk | load avg | TTFT P50 / P99 err vs the fake's read |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         rep = r["reported"]
         lag = f"{rep['loop_lag_p99_ms']:.2f}" if "loop_lag_p99_ms" in rep else "-"
@@ -150,7 +156,8 @@ def print_closed(results: list[dict[str, Any]]) -> None:
         print(
             f"| {r['tool']} | {r['concurrency']} | {r['itl_ms']:g} | {_err(r, 'ttft_p50_ms'):+.2f} | "
             f"{_err(r, 'ttft_p99_ms'):+.2f} | {_err(r, 'itl_p50_ms'):+.3f} | {_ratio(r, 'throughput_tok_s'):.4f} | "
-            f"{r['truth'].get('chunks_per_s', float('nan')):,.0f} | {lag} | {cpu} | {_load(r)} |"
+            f"{r['truth'].get('chunks_per_s', float('nan')):,.0f} | {lag} | {cpu} | {_load(r)} | "
+            f"{_err(r, 'ttft_p50_ms', 'truth_read'):+.2f} / {_err(r, 'ttft_p99_ms', 'truth_read'):+.2f} |"
         )
 
 

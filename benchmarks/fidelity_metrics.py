@@ -67,10 +67,14 @@ def raybench_figures(report: dict[str, Any]) -> dict[str, float]:
     return figures
 
 
-def truth_figures(streams: list[dict[str, Any]], window: tuple[int, int] | None = None) -> dict[str, float]:
-    """The same figures from what the server wrote: TTFT from handler start to first chunk written."""
+def truth_figures(
+    streams: list[dict[str, Any]], window: tuple[int, int] | None = None, arrival: str = "received_ns"
+) -> dict[str, float]:
+    """The same figures from what the server wrote: TTFT from the request's arrival to its first chunk written.
+    `arrival` "received_ns": the kernel's receive stamp (raybench.testing.fake_http); "read_ns": when the
+    fake's loop read it (includes the fake's own intake queueing)."""
     done = [s for s in streams if s["chunk_ns"]]
-    ttft = [(s["chunk_ns"][0] - s["received_ns"]) / 1e6 for s in done]
+    ttft = [(s["chunk_ns"][0] - s[arrival]) / 1e6 for s in done]
     chunks = [s["chunk_ns"] for s in done]
     tokens = [s["chunk_tokens"] for s in done]
     figures = {

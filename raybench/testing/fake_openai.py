@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from raybench.loadgen.loop_thread import LoopThread, new_event_loop
-from raybench.testing.fake_http import HttpRequest, Responder, serve
+from raybench.testing.fake_http import HttpRequest, HttpServer, Responder, serve
 from raybench.testing.fake_stream import ChunkEncoder, Script, WrittenStream, error_event, prompt_tokens
 
 __all__ = ["FakeOpenAIServer", "FakeServerThread", "Script", "WrittenStream", "main"]
@@ -42,8 +42,7 @@ class FakeOpenAIServer:
         self.port = port
         self.streams: list[WrittenStream] = []
         self._stalls: list[tuple[int, int]] = []
-        self._server: asyncio.Server | None = None
-        self._live: set[asyncio.Transport] = set()
+        self._server: HttpServer | None = None
 
     @property
     def base_url(self) -> str:
@@ -60,16 +59,14 @@ class FakeOpenAIServer:
         self._stalls = []
 
     async def __aenter__(self) -> FakeOpenAIServer:
-        self._server = await serve(self._handle, self.host, self.port, self._live)
-        self.port = int(self._server.sockets[0].getsockname()[1])
+        self._server = await serve(self._handle, self.host, self.port)
+        self.port = self._server.port
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
         if self._server is not None:
             self._server.close()
-            for transport in list(self._live):
-                transport.abort()
-            await self._server.wait_closed()
+            self._server = None
 
     async def _handle(self, request: HttpRequest, out: Responder) -> None:
         route = (request.method, request.path)
@@ -102,7 +99,7 @@ class FakeOpenAIServer:
         body = request.json()
         number = len(self.streams)
         script = self.script_for(number, body) if self.script_for is not None else self.script
-        written = WrittenStream(request=body, received_ns=request.received_ns)
+        written = WrittenStream(body, request.received_ns, request.read_ns, request.received_source)
         self.streams.append(written)
         if script.header_delay_ms > 0:
             await asyncio.sleep(script.header_delay_ms / 1e3)

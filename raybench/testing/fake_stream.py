@@ -53,11 +53,15 @@ class Script:
 
 @dataclass
 class WrittenStream:
-    """Ground truth of one request: when its handler started, when each token chunk was written
-    (perf_counter_ns, the same monotonic clock as a client process on this host) and its tokens."""
+    """Ground truth of one request (perf_counter_ns, the same monotonic clock as a client process on this
+    host): when it reached the host (`received_ns`; the kernel's receive stamp where `received_source` is
+    "kernel", else the fake's read), when the fake's loop read it (`read_ns`), when each token chunk was
+    written, and its tokens."""
 
     request: dict[str, Any]
     received_ns: int = 0
+    read_ns: int = 0
+    received_source: str = "read"
     chunk_ns: list[int] = field(default_factory=list)
     chunk_tokens: list[int] = field(default_factory=list)
     done_ns: int = 0

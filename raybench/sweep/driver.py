@@ -20,6 +20,7 @@ from raybench.report.console import print_engine_summary
 from raybench.results.catalog import run_manifest
 from raybench.results.store import ResultStore
 from raybench.sweep.fleet import Fleet
+from raybench.sweep.interrupt import interruptible
 from raybench.sweep.provenance import now_iso, provenance
 from raybench.sweep.resume import (
     incomplete_runs_hint,
@@ -95,7 +96,11 @@ def run_job(
     Storage down for longer than `output.max_outage_s`, or failing for good (disk full, access lost), stops
     the run: RunAborted names the safe steps. Ctrl-C stops it too: RunInterrupted, the same, exit code 130.
     """
-    console = console or Console()
+    with interruptible():
+        return _run_job(spec, console or Console(), dashboard, resume, job_path)
+
+
+def _run_job(spec: JobSpec, console: Console, dashboard: bool, resume: str | None, job_path: str) -> RunResult:
     cache = workload_cache(spec.output.uri, spec.output.endpoint_url, spec.output.region)  # prepared datasets
     source = source_for(spec.workload, spec.model.tokenizer, cache)  # dataset problems surface before any deploy
     run_id, store = _open_run(spec, resume, console, job_path)

@@ -15,6 +15,7 @@ from raybench.loadgen.actor import GeneratorStep
 from raybench.loadgen.closed_loop import Shard
 from raybench.sweep.clock import start_skew_ns
 from raybench.sweep.fleet import Fleet, split_evenly
+from raybench.sweep.interrupt import check_interrupt
 
 __all__ = [
     "OpenLoop",
@@ -194,6 +195,7 @@ def run_step(fleet: Fleet, req: StepRequest, progress: Progress | None, label: s
     task = progress.add_task(label, total=total, requests=0) if progress is not None else None
     while True:
         ready, _ = ray.wait(pending, num_returns=len(pending), timeout=0.5)
+        check_interrupt()
         if progress is not None and task is not None:
             _show(progress, task, fleet.progress(), req, start_wall_ns, total)
         if len(ready) == len(pending):

@@ -22,6 +22,7 @@ from raybench.results.schema import RECORD_SCHEMA, select_attempt
 from raybench.results.store import ResultStore
 from raybench.results.writer import records_prefix
 from raybench.sweep.fleet import Fleet, GeneratorLost
+from raybench.sweep.interrupt import check_interrupt
 from raybench.sweep.resume import next_attempt, write_marker
 from raybench.sweep.step import StepOutcome, StepRequest, make_request, run_step, step_label, sweep_requests
 
@@ -78,6 +79,7 @@ def sweep_engine(ctx: SweepContext) -> list[dict[str, Any]]:
     levels: list[float] = []
     with _progress(ctx.console) as progress:
         for index in range(load.max_steps):
+            check_interrupt()
             if index < len(listed):
                 req = listed[index]
             elif load.extend_past_knee and _extend(ctx.steps):

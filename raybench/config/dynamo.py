@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from raybench.config.base import StrictModel
+from raybench.config.base import StrictModel, no_secrets_in_env
 
 __all__ = ["DynamoEngineSpec", "DynamoFrontendSpec", "DynamoInfraSpec", "DynamoKvTransferSpec", "DynamoPoolSpec"]
-
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-
-
-def _no_secrets(value: dict[str, str]) -> dict[str, str]:
-    named = sorted(k for k in value if _SECRET_NAME.search(k))
-    if named:
-        raise ValueError(
-            f"env holds secrets ({', '.join(named)}); export them where raybench runs instead: "
-            "the processes inherit the environment and raybench never records secret values"
-        )
-    return value
 
 
 class DynamoPoolSpec(StrictModel):
@@ -47,7 +34,7 @@ class DynamoPoolSpec(StrictModel):
     @field_validator("env")
     @classmethod
     def _env_ok(cls, value: dict[str, str]) -> dict[str, str]:
-        return _no_secrets(value)
+        return no_secrets_in_env(value, "the processes inherit")
 
 
 class DynamoFrontendSpec(StrictModel):
@@ -131,7 +118,7 @@ class DynamoEngineSpec(StrictModel):
     @field_validator("env")
     @classmethod
     def _env_ok(cls, value: dict[str, str]) -> dict[str, str]:
-        return _no_secrets(value)
+        return no_secrets_in_env(value, "the processes inherit")
 
     @model_validator(mode="after")
     def _topology(self) -> DynamoEngineSpec:

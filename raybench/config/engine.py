@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from raybench.config.base import StrictModel
+from raybench.config.base import StrictModel, no_secrets_in_env
 from raybench.config.dynamo import DynamoEngineSpec
 
 __all__ = [
@@ -123,9 +122,6 @@ class EndpointEngineSpec(_EngineBase):
         return [cls._url(v) for v in value]
 
 
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-
-
 class ServerEngineSpec(_EngineBase):
     """What every launched engine server shares: model placement, precision, batching, pass-through args."""
 
@@ -165,13 +161,7 @@ class ServerEngineSpec(_EngineBase):
     @field_validator("env")
     @classmethod
     def _no_secret_values(cls, value: dict[str, str]) -> dict[str, str]:
-        named = sorted(k for k in value if _SECRET_NAME.search(k))
-        if named:
-            raise ValueError(
-                f"env holds secrets ({', '.join(named)}); export them where raybench runs instead: "
-                "the server inherits the environment and raybench never records secret values"
-            )
-        return value
+        return no_secrets_in_env(value, "the server inherits")
 
     # field -> why this kind has no such setting; leaving it at its default is the only valid value.
     unsupported: ClassVar[dict[str, str]] = {}

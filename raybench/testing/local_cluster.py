@@ -24,7 +24,7 @@ from pydantic import Field
 
 from raybench.config.base import StrictModel
 
-__all__ = ["LocalClusterSpec", "NodeSpec", "load_cluster_spec", "start_local_cluster"]
+__all__ = ["LocalClusterSpec", "NodeSpec", "load_cluster_spec", "start_local_cluster", "wait_until_stopped"]
 
 
 class NodeSpec(StrictModel):
@@ -79,6 +79,14 @@ def _node_args(node: NodeSpec, spec: LocalClusterSpec, head: bool) -> dict[str, 
     return args
 
 
+def wait_until_stopped() -> None:
+    """Block a `... up` command until Ctrl-C or SIGTERM; the caller then stops what it started."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with contextlib.suppress(KeyboardInterrupt):
+        stop.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m raybench.testing.local_cluster")
     parser.add_argument("action", choices=["up"], help="start the cluster and keep it up until Ctrl-C")
@@ -90,10 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         f"use it: RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_ADDRESS={cluster.address} raybench run "
         "jobs/quickstart.yaml ; Ctrl-C stops it"
     )
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with contextlib.suppress(KeyboardInterrupt):
-        stop.wait()
+    wait_until_stopped()
     cluster.shutdown()
     return 0
 

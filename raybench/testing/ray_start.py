@@ -26,13 +26,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from raybench.testing.local_cluster import wait_until_stopped
 
 __all__ = ["RAY_CLI", "LoopbackRayCluster", "NodeSpec", "free_port", "start_ray_cluster"]
 
@@ -285,10 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = start_ray_cluster(NodeSpec(num_gpus=gpus[0]), workers)
     print(f"Ray up: address {cluster.address}, dashboard {cluster.dashboard_url}, temp dir {cluster.temp_dir}")
     print(f"try: raybench cluster check --address {cluster.dashboard_url} jobs/quickstart.yaml ; Ctrl-C stops it")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with contextlib.suppress(KeyboardInterrupt):
-        stop.wait()
+    wait_until_stopped()
     cluster.stop()
     return 0
 

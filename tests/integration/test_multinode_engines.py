@@ -24,6 +24,7 @@ from raybench.deploy.process import group_alive, wait_group_gone
 from raybench.engines import adapter_for
 from raybench.testing.engines import fake_launcher
 from raybench.testing.engines.multinode import LOST_PEER_STATUS
+from raybench.testing.local_cluster import LocalClusterSpec, NodeSpec, start_local_cluster
 
 pytestmark = pytest.mark.integration
 GPUS_PER_NODE = 2
@@ -32,11 +33,8 @@ GPUS_PER_NODE = 2
 @pytest.fixture(scope="module")
 def gpu_cluster() -> Iterator[Cluster]:
     """Two nodes on 127.0.0.1, each with 2 (fake) GPUs: Ray schedules and assigns them like real ones."""
-    node = {"num_cpus": 2, "num_gpus": GPUS_PER_NODE, "node_ip_address": "127.0.0.1"}
-    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
-    cluster.add_node(**node)
-    cluster.wait_for_nodes()
-    ray.init(address=cluster.address, logging_level="WARNING")
+    node = NodeSpec(num_gpus=GPUS_PER_NODE)
+    cluster = start_local_cluster(LocalClusterSpec(head=node, workers=[node]))
     try:
         yield cluster
     finally:
